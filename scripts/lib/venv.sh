@@ -1,0 +1,29 @@
+# Sourced by scripts/spindle and scripts/test: make sure .venv exists and holds the
+# project's current dependencies. Reinstalls only when pyproject.toml/setup.py change
+# (or a different set of extras is asked for), so warm starts cost nothing.
+# Usage: spindle_venv [EXTRAS]   (EXTRAS e.g. "test"; empty for runtime only)
+spindle_venv() {
+    local extras="${1:-}"
+    local root; root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+    local venv="$root/.venv"
+    local python="${PYTHON:-python3}"
+    if [ ! -x "$venv/bin/python" ]; then
+        echo "spindle: creating $venv" >&2
+        "$python" -m venv "$venv" || return 1
+    fi
+    local want
+    want="$(cat "$root/pyproject.toml" "$root/setup.py" | sha256sum | cut -c1-16)"
+    local stamp="$venv/.spindle-installed"
+    # The stamp lists every extras set installed for the current dependency hash.
+    if ! grep -qx "$want:${extras}" "$stamp" 2>/dev/null; then
+        echo "spindle: installing dependencies${extras:+ ($extras)}" >&2
+        local spec="$root"; [ -n "$extras" ] && spec="$root[$extras]"
+        "$venv/bin/python" -m pip install -q --disable-pip-version-check -e "$spec" >&2 || return 1
+        grep -q "^$want:" "$stamp" 2>/dev/null || : > "$stamp"
+        echo "$want:${extras}" >> "$stamp"
+        # runtime deps are a subset of every extras set
+        grep -qx "$want:" "$stamp" || echo "$want:" >> "$stamp"
+    fi
+    SPINDLE_ROOT="$root"
+    SPINDLE_VENV="$venv"
+}
