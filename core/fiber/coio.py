@@ -1,0 +1,172 @@
+"""Cooperative sockets (Tarantool's coio): blocking calls that park only the fiber.
+
+Every call takes an optional timeout; when it runs out the call raises TimedOut and the
+socket stays usable. Name resolution and other blocking work go to a thread through
+`run_in_thread`, whose completion comes back through the scheduler's wakeup.
+"""
+from __future__ import annotations
+
+import errno
+import selectors
+import socket
+import threading
+import time
+from typing import Any, Callable
+
+from spindle.core.iproto.errors import BoxError, TimedOut
+
+_READ, _WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
+
+
+class SocketError(BoxError):
+    type = "SocketError"
+
+
+class CoSocket:
+    def __init__(self, sched, sock: socket.socket):
+        sock.setblocking(False)
+        self.sched = sched
+        self.sock = sock
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def _deadline(self, timeout: float | None) -> float | None:
+        return None if timeout is None else time.monotonic() + timeout
+
+    def _wait(self, event: int, deadline: float | None) -> None:
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            raise TimedOut()
+        if not self.sched.wait_io(self.sock, event, remaining):
+            self.sched.current.testcancel()
+            raise TimedOut()
+        self.sched.current.testcancel()
+
+    def recv(self, size: int = 65536, timeout: float | None = None) -> bytes:
+        """Read what is available (at least one byte); b'' means the peer closed."""
+        deadline = self._deadline(timeout)
+        while True:
+            try:
+                return self.sock.recv(size)
+            except (BlockingIOError, InterruptedError):
+                self._wait(_READ, deadline)
+
+    def readn(self, size: int, timeout: float | None = None) -> bytes:
+        """Read exactly `size` bytes; raises SocketError if the peer closes first."""
+        deadline = self._deadline(timeout)
+        chunks, need = [], size
+        while need:
+            try:
+                chunk = self.sock.recv(need)
+            except (BlockingIOError, InterruptedError):
+                self._wait(_READ, deadline)
+                continue
+            if not chunk:
+                raise SocketError("unexpected EOF when reading from socket")
+            chunks.append(chunk)
+            need -= len(chunk)
+        return b"".join(chunks)
+
+    def write(self, data: bytes, timeout: float | None = None) -> None:
+        deadline = self._deadline(timeout)
+        view = memoryview(data)
+        while view:
+            try:
+                sent = self.sock.send(view)
+            except (BlockingIOError, InterruptedError):
+                self._wait(_WRITE, deadline)
+                continue
+            view = view[sent:]
+
+    def accept(self, timeout: float | None = None) -> tuple[CoSocket, Any]:
+        deadline = self._deadline(timeout)
+        while True:
+            try:
+                conn, peer = self.sock.accept()
+            except (BlockingIOError, InterruptedError):
+                self._wait(_READ, deadline)
+                continue
+            if conn.family in (socket.AF_INET, socket.AF_INET6):
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            return CoSocket(self.sched, conn), peer
+
+    def peer(self) -> Any:
+        return self.sock.getpeername()
+
+    def name(self) -> Any:
+        return self.sock.getsockname()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def connect(sched, host: str, port: int, timeout: float | None = None) -> CoSocket:
+    """Open a TCP connection without blocking the loop (names resolved in a thread)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    infos = run_in_thread(sched, socket.getaddrinfo, host, port, 0, socket.SOCK_STREAM,
+                          timeout=timeout)
+    last_error: Exception | None = None
+    for family, kind, proto, _, address in infos:
+        sock = socket.socket(family, kind, proto)
+        co = CoSocket(sched, sock)
+        try:
+            err = sock.connect_ex(address)
+            if err in (errno.EINPROGRESS, errno.EWOULDBLOCK):
+                co._wait(_WRITE, deadline)
+                err = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            if err:
+                raise SocketError(f"connect to {host}:{port}: {errno.errorcode.get(err, err)}")
+            if family in (socket.AF_INET, socket.AF_INET6):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            return co
+        except BaseException as exc:
+            sock.close()
+            if not isinstance(exc, SocketError):
+                raise
+            last_error = exc
+    raise last_error or SocketError(f"cannot resolve {host}")
+
+
+def listen(sched, host: str, port: int, backlog: int = 1024) -> CoSocket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(backlog)
+    except OSError:
+        sock.close()
+        raise
+    return CoSocket(sched, sock)
+
+
+def run_in_thread(sched, fn: Callable, *args, timeout: float | None = None) -> Any:
+    """Run blocking `fn(*args)` in a helper thread while the calling fiber waits.
+
+    On timeout the thread is left to finish on its own and its result is dropped."""
+    me = sched.current
+    outcome: dict[str, Any] = {}
+
+    def finished(result, error):
+        outcome["result"], outcome["error"] = result, error
+        sched.wakeup(me)
+
+    def work():
+        try:
+            result, error = fn(*args), None
+        except BaseException as exc:   # noqa: BLE001 - carried back to the fiber
+            result, error = None, exc
+        sched.call_soon_threadsafe(finished, result, error)
+
+    threading.Thread(target=work, name="coio", daemon=True).start()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while "error" not in outcome:
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            raise TimedOut()
+        sched.wait(remaining)
+        me.testcancel()
+    if outcome["error"] is not None:
+        raise outcome["error"]
+    return outcome["result"]

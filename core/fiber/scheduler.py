@@ -1,0 +1,383 @@
+"""The fiber scheduler: a ready queue, a timer heap and a `selectors` poll, run by a hub.
+
+The hub is the greenlet that called `Scheduler.run()`. Every fiber is a pooled greenlet
+whose parent is the hub; a fiber gives up the CPU only through `Scheduler._park()`, the
+one choke point where the stall watchdog, the cancel flag and the Lua switch guard are
+checked. Other OS threads talk to the hub only through `call_soon_threadsafe`, which
+writes to a wakeup socket so a sleeping poll returns at once.
+"""
+from __future__ import annotations
+
+import collections
+import heapq
+import itertools
+import selectors
+import socket
+import threading
+import time
+from typing import Any, Callable
+
+import greenlet
+
+from spindle.core import log
+from spindle.core.iproto.errors import BoxError
+
+from .fiber import Fiber, FiberSwitchForbidden
+
+STALL_THRESHOLD = 0.05      # a fiber running longer than this without yielding is logged
+_POOL_LIMIT = 1024          # greenlets kept for reuse (a fresh one costs ~10 µs, reuse ~1 µs)
+_WAKEUP = object()          # selector key data of the wakeup socket
+
+
+class TimerHandle:
+    """A callback scheduled on the hub; `cancel()` before it fires to drop it."""
+
+    __slots__ = ("callback", "args", "cancelled")
+
+    def __init__(self, callback: Callable, args: tuple):
+        self.callback, self.args, self.cancelled = callback, args, False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class Scheduler:
+    def __init__(self, clock: Callable[[], float] | None = None):
+        # `clock` drives timers; a fake clock with an `advance(dt)` method makes the hub
+        # jump over idle time instead of sleeping (deterministic tests).
+        self.clock = clock or time.monotonic
+        self._fake_clock = hasattr(self.clock, "advance")
+        self._ready: collections.deque[Fiber] = collections.deque()
+        self._timers: list = []
+        self._timer_seq = itertools.count()
+        self._selector = selectors.DefaultSelector()
+        self._waker_r, self._waker_w = socket.socketpair()
+        self._waker_r.setblocking(False)
+        self._waker_w.setblocking(False)
+        self._selector.register(self._waker_r, selectors.EVENT_READ, _WAKEUP)
+        self._threadsafe: collections.deque = collections.deque()
+        self._wakeup_pending = False
+        self._pool: list[greenlet.greenlet] = []
+        self._fiber_ids = itertools.count(101)   # Tarantool reserves ids up to 100
+        self.fibers: dict[int, Fiber] = {}       # every fiber not yet dead
+        self.current: Fiber | None = None
+        self.hub: greenlet.greenlet | None = None
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+        # Raised by the Lua layer while a lupa call is on the current greenlet's stack:
+        # switching then would corrupt lupa's state bookkeeping (DESIGN §2).
+        self.switch_forbidden = 0
+        self.stalls: list[tuple[str, float]] = []
+        self.wall_time = time.time()     # fiber.time(): cached once per loop iteration
+        log.set_fiber_provider(self._log_identity)
+
+    # ---------------------------------------------------------------- fibers
+
+    def spawn(self, fn: Callable, *args, name: str | None = None,
+              start: bool = True, **kwargs) -> Fiber:
+        """Create a fiber. With start=True it runs at once (Tarantool's fiber.create: the
+        caller resumes when the new fiber first yields); otherwise it starts at the
+        creator's next yield (fiber.new)."""
+        fiber = Fiber(self, next(self._fiber_ids), name or "lua", fn, args, kwargs)
+        self.fibers[fiber.id] = fiber
+        if start and self.current is not None:
+            self._check_switch_allowed()
+            caller = self.current
+            # The caller goes first in the ready queue, so it resumes as soon as the
+            # new fiber yields, as Tarantool's fiber_call returns to its caller.
+            caller._ready = True
+            self._ready.appendleft(caller)
+            fiber._greenlet = self._acquire_greenlet()
+            self.current = fiber
+            fiber._greenlet.switch(fiber)
+            self._resumed(caller)
+        else:
+            self._make_ready(fiber)
+        return fiber
+
+    def _acquire_greenlet(self) -> greenlet.greenlet:
+        if self._pool:
+            return self._pool.pop()
+        return greenlet.greenlet(self._fiber_main, parent=self.hub)
+
+    def _fiber_main(self, fiber: Fiber) -> None:
+        """Body of every pooled greenlet: run one fiber, then park in the pool."""
+        while True:
+            fiber._run()
+            self.fibers.pop(fiber.id, None)
+            fiber._greenlet = None
+            self.current = None
+            if len(self._pool) >= _POOL_LIMIT or self._stopping:
+                return
+            self._pool.append(greenlet.getcurrent())
+            fiber = self.hub.switch()
+
+    # -------------------------------------------------------- waiting/waking
+
+    def _make_ready(self, fiber: Fiber) -> None:
+        if not fiber._ready and fiber.status != "dead":
+            fiber._ready = True
+            self._ready.append(fiber)
+
+    def wakeup(self, fiber: Fiber) -> None:
+        """Tarantool's fiber_wakeup: a waiting fiber returns from its wait early; waking
+        the running fiber makes its next yield return at the next loop iteration."""
+        self._make_ready(fiber)
+
+    def _check_switch_allowed(self) -> None:
+        if self.switch_forbidden:
+            raise FiberSwitchForbidden()
+        if self.current is None:
+            raise RuntimeError("blocking call outside of a fiber")
+
+    def _park(self, timeout: float | None) -> bool:
+        """Suspend the current fiber until woken or until `timeout` seconds pass.
+        Returns False on timeout. Never raises for cancellation: callers decide."""
+        self._check_switch_allowed()
+        fiber = self.current
+        fiber._wait_token += 1
+        fiber._timed_out = False
+        if timeout is not None:
+            if timeout <= 0:
+                # sleep(0)/yield: back of the ready queue, after this loop's I/O poll
+                self._make_ready(fiber)
+            else:
+                heapq.heappush(self._timers, (self.clock() + timeout, next(self._timer_seq),
+                                              fiber, fiber._wait_token))
+        self.hub.switch()
+        self._resumed(fiber)
+        fiber._wait_token += 1   # invalidates a pending timer of this wait
+        return not fiber._timed_out
+
+    def _resumed(self, fiber: Fiber) -> None:
+        self.current = fiber
+        fiber.csw += 1
+
+    def sleep(self, seconds: float) -> None:
+        """fiber.sleep: returns after `seconds` or on wakeup; raises if cancelled."""
+        self._park(max(0.0, float(seconds)))
+        self.current.testcancel()
+
+    def yield_(self) -> None:
+        self.sleep(0)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Park until woken (True) or until timeout (False). Cancellation is checked by
+        the caller, as Tarantool's fiber_yield_timeout leaves it to its callers."""
+        return self._park(timeout)
+
+    def wait_io(self, fileobj, events: int, timeout: float | None = None) -> bool:
+        """Park until `fileobj` is readable/writable (selectors.EVENT_*) or timeout."""
+        fiber = self.current
+        try:
+            key = self._selector.get_key(fileobj)
+            waiters = key.data
+            if events in waiters:
+                raise BoxError("fd is already waited on by another fiber")
+            waiters[events] = fiber
+            self._selector.modify(fileobj, key.events | events, waiters)
+        except KeyError:
+            self._selector.register(fileobj, events, {events: fiber})
+        try:
+            return self._park(timeout)
+        finally:
+            self._unwatch(fileobj, events)
+
+    def _unwatch(self, fileobj, events: int) -> None:
+        try:
+            key = self._selector.get_key(fileobj)
+        except (KeyError, ValueError):
+            return
+        key.data.pop(events, None)
+        remaining = key.events & ~events
+        if remaining:
+            self._selector.modify(fileobj, remaining, key.data)
+        else:
+            self._selector.unregister(fileobj)
+
+    def cancel(self, fiber: Fiber) -> None:
+        """Sticky cancel: the flag stays set and every later blocking call raises."""
+        if fiber.status == "dead":
+            return
+        fiber.cancelled = True
+        if fiber is not self.current:
+            self._make_ready(fiber)
+
+    # --------------------------------------------------------------- timers
+
+    def call_later(self, delay: float, callback: Callable, *args) -> TimerHandle:
+        """Run `callback(*args)` on the hub after `delay` s. It must not block."""
+        handle = TimerHandle(callback, args)
+        heapq.heappush(self._timers, (self.clock() + max(0.0, delay),
+                                      next(self._timer_seq), handle, None))
+        return handle
+
+    def call_soon_threadsafe(self, callback: Callable, *args) -> None:
+        """The only entry for other OS threads: queue a hub callback and wake the poll."""
+        self._threadsafe.append((callback, args))
+        if not self._wakeup_pending:
+            self._wakeup_pending = True
+            try:
+                self._waker_w.send(b"\0")
+            except (BlockingIOError, OSError):
+                pass   # the socket buffer is full: the hub is already due to wake
+
+    # ----------------------------------------------------------------- loop
+
+    def run(self, main: Callable | None = None, *args, name: str = "main",
+            until_idle: bool = True) -> Any:
+        """Run the loop in the calling greenlet (which becomes the hub).
+
+        With `main`, it runs as the first fiber and its result is returned when the
+        loop ends. The loop ends on `stop()`, or with until_idle when no fiber is alive
+        and no timer, watched fd or thread callback is pending."""
+        self.hub = greenlet.getcurrent()
+        self._thread = threading.current_thread()
+        main_fiber = self.spawn(main, *args, name=name, start=False) if main else None
+        if main_fiber:
+            main_fiber.set_joinable(True)
+        self._stopping = False
+        while not self._stopping:
+            if until_idle and not self.fibers and not self._has_pending_work():
+                break
+            self._run_once()
+        if main_fiber is not None and main_fiber._error is not None:
+            raise main_fiber._error
+        return main_fiber._result if main_fiber else None
+
+    def stop(self) -> None:
+        self._stopping = True
+        self.call_soon_threadsafe(lambda: None)
+
+    def _has_pending_work(self) -> bool:
+        live_io = len(self._selector.get_map()) > 1
+        return bool(self._ready or self._threadsafe or live_io or
+                    any(not self._is_stale(entry) for entry in self._timers))
+
+    @staticmethod
+    def _is_stale(entry) -> bool:
+        _, _, target, token = entry
+        if isinstance(target, TimerHandle):
+            return target.cancelled
+        return target._wait_token != token or target.status == "dead"
+
+    def _run_once(self) -> None:
+        timeout = self._poll_timeout()
+        if self._fake_clock and timeout:
+            self.clock.advance(timeout)
+            timeout = 0
+        for key, events in self._selector.select(timeout):
+            if key.data is _WAKEUP:
+                self._drain_waker()
+                continue
+            for mask, fiber in list(key.data.items()):
+                if events & mask:
+                    self._make_ready(fiber)
+        self.wall_time = time.time()
+        self._run_timers()
+        self._run_threadsafe()
+        # Run only the fibers ready now; those made ready meanwhile wait for the next
+        # iteration so I/O is polled between batches and sleep(0) cannot starve it.
+        for _ in range(len(self._ready)):
+            fiber = self._ready.popleft()
+            fiber._ready = False
+            if fiber.status != "dead":
+                self._switch_into(fiber)
+
+    def _poll_timeout(self) -> float | None:
+        if self._ready or self._threadsafe or self._stopping:
+            return 0
+        while self._timers and self._is_stale(self._timers[0]):
+            heapq.heappop(self._timers)
+        if not self._timers:
+            return None
+        return max(0.0, self._timers[0][0] - self.clock())
+
+    def _run_timers(self) -> None:
+        now = self.clock()
+        timers = self._timers
+        while timers and timers[0][0] <= now:
+            _, _, target, token = heapq.heappop(timers)
+            if isinstance(target, TimerHandle):
+                if not target.cancelled:
+                    self._run_callback(target.callback, target.args)
+            elif target._wait_token == token and target.status != "dead":
+                target._timed_out = True
+                self._make_ready(target)
+
+    def _run_threadsafe(self) -> None:
+        calls = self._threadsafe
+        while calls:
+            callback, args = calls.popleft()
+            self._run_callback(callback, args)
+
+    def _drain_waker(self) -> None:
+        self._wakeup_pending = False
+        try:
+            while self._waker_r.recv(4096):
+                pass
+        except (BlockingIOError, OSError):
+            pass
+
+    def _run_callback(self, callback: Callable, args: tuple) -> None:
+        try:
+            callback(*args)
+        except Exception as exc:   # a hub callback must never stop the loop
+            log.error("hub callback %r failed: %s", callback, exc)
+
+    def _switch_into(self, fiber: Fiber) -> None:
+        """Hand the CPU to `fiber` until it yields; the watchdog times the run."""
+        previous = self.current
+        self.current = fiber
+        started = time.monotonic()
+        if fiber._greenlet is None:
+            fiber._greenlet = self._acquire_greenlet()
+            fiber._greenlet.switch(fiber)
+        else:
+            fiber._greenlet.switch()
+        ran = time.monotonic() - started
+        self.current = previous
+        if ran > STALL_THRESHOLD:
+            self.stalls.append((fiber.name, ran))
+            log.warn("fiber '%s' (id %d) ran %.0f ms without yielding",
+                     fiber.name, fiber.id, ran * 1000)
+
+    # ------------------------------------------------------------- shutdown
+
+    def shutdown(self, timeout: float = 5.0) -> list[Fiber]:
+        """Cancel every fiber and run the loop until they are gone (or `timeout`).
+        Returns the fibers that refused to die; their greenlets are then killed."""
+        for fiber in list(self.fibers.values()):
+            self.cancel(fiber)
+        deadline = time.monotonic() + timeout
+        hub_was = self.hub
+        self.hub = greenlet.getcurrent()
+        try:
+            while self.fibers and time.monotonic() < deadline:
+                self._run_once()
+        finally:
+            self.hub = hub_was or self.hub
+        stubborn = list(self.fibers.values())
+        self._stopping = True
+        for fiber in stubborn:
+            if fiber._greenlet is not None:
+                fiber._greenlet.throw(greenlet.GreenletExit)
+        for pooled in self._pool:
+            pooled.throw(greenlet.GreenletExit)
+        self._pool.clear()
+        self.fibers.clear()
+        return stubborn
+
+    def close(self) -> None:
+        self._selector.close()
+        self._waker_r.close()
+        self._waker_w.close()
+
+    # ---------------------------------------------------------------- info
+
+    def _log_identity(self) -> tuple[int, str]:
+        fiber = self.current
+        return (fiber.id, fiber.name) if fiber else (1, "sched")
+
+    def find(self, fid: int) -> Fiber | None:
+        return self.fibers.get(fid)

@@ -1,0 +1,108 @@
+"""Tarantool's log: its levels, its line format, and a pluggable sink.
+
+A line looks like Tarantool 2.6's:
+    2026-11-22 02:20:39.679 [3539] main/103/t6.lua t6.lua:5 W> text
+i.e. time, [pid], cord/fiber-id/fiber-name, an optional "file:line" (Tarantool adds it
+for warnings and worse), the level letter and the message.
+
+The current fiber is found through a provider set by the fiber scheduler, and lines go
+to a sink function so the console can print them above the line being edited.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from typing import Callable
+
+# Tarantool's numeric levels (box.cfg.log_level) and the letter each prints.
+FATAL, SYSERROR, ERROR, CRIT, WARN, INFO, VERBOSE, DEBUG = 0, 1, 2, 3, 4, 5, 6, 7
+LETTERS = {FATAL: "F", SYSERROR: "!", ERROR: "E", CRIT: "C", WARN: "W", INFO: "I",
+           VERBOSE: "V", DEBUG: "D"}
+LEVEL_NAMES = {"fatal": FATAL, "syserror": SYSERROR, "error": ERROR, "crit": CRIT,
+               "warn": WARN, "info": INFO, "verbose": VERBOSE, "debug": DEBUG}
+
+level = INFO
+_pid = os.getpid()
+_lock = threading.Lock()   # the WAL and REPL threads log too
+
+
+def _stderr_sink(line: str) -> None:
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass   # a closed stderr must never take the instance down
+
+
+_sink: Callable[[str], None] = _stderr_sink
+
+
+def _no_fiber() -> tuple[int, str]:
+    return 1, "main"
+
+
+# Returns (fiber id, fiber name) of the fiber running now; the scheduler installs it.
+_fiber_provider: Callable[[], tuple[int, str]] = _no_fiber
+
+
+def set_sink(sink: Callable[[str], None] | None) -> Callable[[str], None]:
+    """Route log lines to `sink` (None restores stderr); returns the previous sink."""
+    global _sink
+    previous, _sink = _sink, sink or _stderr_sink
+    return previous
+
+
+def set_fiber_provider(provider: Callable[[], tuple[int, str]] | None) -> None:
+    global _fiber_provider
+    _fiber_provider = provider or _no_fiber
+
+
+def set_level(new_level: int | str) -> None:
+    global level
+    level = LEVEL_NAMES[new_level] if isinstance(new_level, str) else int(new_level)
+
+
+def format_line(lvl: int, message: str, where: str | None = None,
+                now: float | None = None) -> str:
+    now = time.time() if now is None else now
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now))
+    millis = int((now % 1) * 1000)
+    if threading.current_thread() is threading.main_thread():
+        fid, fname = _fiber_provider()
+        origin = f"main/{fid}/{fname}"
+    else:
+        origin = threading.current_thread().name
+    location = f" {where}" if where else ""
+    return f"{stamp}.{millis:03d} [{_pid}] {origin}{location} {LETTERS.get(lvl, 'I')}> {message}"
+
+
+def say(lvl: int, message: str, *args, where: str | None = None) -> None:
+    if lvl > level:
+        return
+    if args:
+        message = message % args
+    line = format_line(lvl, message, where)
+    with _lock:
+        _sink(line)
+
+
+def info(message: str, *args) -> None:
+    say(INFO, message, *args)
+
+
+def warn(message: str, *args, where: str | None = None) -> None:
+    say(WARN, message, *args, where=where)
+
+
+def error(message: str, *args, where: str | None = None) -> None:
+    say(ERROR, message, *args, where=where)
+
+
+def verbose(message: str, *args) -> None:
+    say(VERBOSE, message, *args)
+
+
+def debug(message: str, *args) -> None:
+    say(DEBUG, message, *args)

@@ -1,0 +1,68 @@
+-- Helpers for Python's view of Lua values (lua/convert.py): what a table is, what a
+-- cdata holds, and how to build 64-bit integers and NULL from Python.
+local ffi = require('ffi')
+local type, pairs, getmetatable, floor, tostring = type, pairs, getmetatable, math.floor, tostring
+
+local NULL = ffi.cast('void *', 0)
+local map_mt = {__serialize = 'map'}
+local array_mt = {__serialize = 'seq'}
+
+-- Tarantool's serializer rule: a table whose keys are 1..n is an array; a sparse one
+-- stays an array while it is not too sparse (max key <= 10, or <= 2 x the key count).
+local function classify(t)
+    local mt = getmetatable(t)
+    local hint = mt and mt.__serialize
+    if hint == 'map' or hint == 'mapping' then
+        return 'map'
+    end
+    local count, max = 0, 0
+    for k in pairs(t) do
+        if type(k) ~= 'number' or k < 1 or k ~= floor(k) then
+            if hint == 'seq' or hint == 'sequence' or hint == 'array' then
+                return 'array', #t
+            end
+            return 'map'
+        end
+        count = count + 1
+        if k > max then max = k end
+    end
+    if count == 0 then
+        return 'empty'
+    end
+    if max == count or max <= 10 or max <= 2 * count or hint then
+        return 'array', max
+    end
+    return 'map'
+end
+
+local int64_t, uint64_t = ffi.typeof('int64_t'), ffi.typeof('uint64_t')
+
+-- ('null') | ('int', decimal text) | ('other', tostring)
+local function cdata_info(value)
+    if value == nil then
+        return 'null'
+    end
+    if ffi.istype(int64_t, value) or ffi.istype(uint64_t, value) then
+        local text = tostring(value):gsub('U?LL$', '')
+        return 'int', text
+    end
+    return 'other', tostring(value)
+end
+
+local function make_int64(negative, hi, lo)
+    if negative then
+        return -(ffi.new(int64_t, hi) * 4294967296LL + lo)
+    end
+    return ffi.new(uint64_t, hi) * 4294967296ULL + lo
+end
+
+return {
+    classify = classify,
+    cdata_info = cdata_info,
+    make_int64 = make_int64,
+    NULL = NULL,
+    map_mt = map_mt,
+    array_mt = array_mt,
+    setmetatable = setmetatable,
+    tostring = tostring,
+}

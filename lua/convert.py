@@ -1,0 +1,101 @@
+"""Lua values <-> plain Python data, at the boundary (DESIGN §2 rule 4).
+
+Lua -> Python: nil and box.NULL -> None, numbers -> int/float (int64 cdata -> int),
+strings -> str (bytes when not UTF-8), tables -> list or dict by Tarantool's
+array/map rule, functions -> the lupa function object (only safe when it arrived
+through a wait-request, which anchors it on the main state).
+Python -> Lua: None -> nil at top level and box.NULL inside containers (keeps positions
+and keys, as Tarantool's msgpack decoding does), big ints -> int64/uint64 cdata,
+lists/tuples -> arrays, dicts -> maps (an empty dict keeps a map hint).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import lupa.luajit21 as lupa
+
+_DOUBLE_EXACT = 2 ** 53
+
+
+class Converter:
+    def __init__(self, runtime, helpers):
+        self._lua = runtime
+        self._classify = helpers[b"classify"]
+        self._cdata_info = helpers[b"cdata_info"]
+        self._make_int64 = helpers[b"make_int64"]
+        self._setmetatable = helpers[b"setmetatable"]
+        self._tostring = helpers[b"tostring"]
+        self.NULL = helpers[b"NULL"]
+        self._map_mt = helpers[b"map_mt"]
+        self._table = runtime.table
+
+    # ------------------------------------------------------------- Lua -> Py
+
+    def to_py(self, value: Any) -> Any:
+        if value is None or value is True or value is False:
+            return value
+        kind = type(value)
+        if kind is int or kind is float:
+            return value
+        if kind is bytes:
+            try:
+                return value.decode()
+            except UnicodeDecodeError:
+                return value
+        lua_kind = lupa.lua_type(value)
+        if lua_kind == "table":
+            return self._table_to_py(value)
+        if lua_kind == "cdata":
+            info = self._cdata_info(value)
+            if info[0] == b"null":
+                return None
+            if info[0] == b"int":
+                return int(info[1])
+            return info[1].decode(errors="replace")
+        return value   # functions, coroutines, userdata, Python objects
+
+    def _table_to_py(self, table) -> Any:
+        shape = self._classify(table)
+        if isinstance(shape, tuple):
+            _, size = shape
+            to_py = self.to_py
+            return [to_py(table[i]) for i in range(1, size + 1)]
+        if shape == b"empty":
+            return []
+        to_py = self.to_py
+        return {to_py(k): to_py(v) for k, v in table.items()}
+
+    def text(self, value: Any) -> str:
+        """tostring(value) as Lua would print it."""
+        if isinstance(value, bytes):
+            return value.decode(errors="replace")
+        rendered = self._tostring(value)
+        return rendered.decode(errors="replace") if isinstance(rendered, bytes) else str(rendered)
+
+    # ------------------------------------------------------------- Py -> Lua
+
+    def to_lua(self, value: Any) -> Any:
+        kind = type(value)
+        if kind is str:
+            return value.encode()   # with encoding=None lupa would wrap a str as userdata
+        if value is None or kind is bool or kind is float or kind is bytes:
+            return value
+        if kind is int:
+            return value if -_DOUBLE_EXACT <= value <= _DOUBLE_EXACT else self._big_int(value)
+        if kind is list or kind is tuple:
+            return self._table(*[self._element(v) for v in value])
+        if kind is dict:
+            if not value:
+                return self._setmetatable(self._table(), self._map_mt)
+            table = self._table()
+            for k, v in value.items():
+                table[self.to_lua(k)] = self._element(v)
+            return table
+        return value   # lupa objects and Python objects pass as they are
+
+    def _element(self, value: Any) -> Any:
+        return self.NULL if value is None else self.to_lua(value)
+
+    def _big_int(self, value: int) -> Any:
+        magnitude = abs(value)
+        return self._make_int64(value < 0, magnitude >> 32, magnitude & 0xFFFFFFFF)
