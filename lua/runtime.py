@@ -100,6 +100,8 @@ class LuaRuntime:
             return False, self.error_to_lua(exc)
         if type(value) is Multi:
             return (True, *value)
+        if value is None:
+            return (True,)     # "no values", so the console prints nothing
         return True, value
 
     def error_to_lua(self, exc: BaseException):

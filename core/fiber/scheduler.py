@@ -103,10 +103,12 @@ class Scheduler:
     def _fiber_main(self, fiber: Fiber) -> None:
         """Body of every pooled greenlet: run one fiber, then park in the pool."""
         while True:
-            fiber._run()
-            self.fibers.pop(fiber.id, None)
-            fiber._greenlet = None
-            self.current = None
+            try:
+                fiber._run()
+            finally:   # also when GreenletExit ends this greenlet for good
+                self.fibers.pop(fiber.id, None)
+                fiber._greenlet = None
+                self.current = None
             if len(self._pool) >= _POOL_LIMIT or self._stopping:
                 return
             self._pool.append(greenlet.getcurrent())
@@ -236,6 +238,8 @@ class Scheduler:
         main_fiber = self.spawn(main, *args, name=name, start=False) if main else None
         if main_fiber:
             main_fiber.set_joinable(True)
+            # A failing main fiber (a startup script that raised) ends the loop at once.
+            main_fiber.on_exit.append(lambda f: f._error is not None and self.stop())
         self._stopping = False
         while not self._stopping:
             if until_idle and not self.fibers and not self._has_pending_work():

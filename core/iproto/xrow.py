@@ -1,0 +1,610 @@
+"""The row ("xrow") shared by the WAL, snapshots and the replication stream.
+
+A row is a header map plus an optional body map. The body is kept as the raw
+MsgPack bytes it arrived in, so a row read from an .xlog can be relayed or
+re-written byte for byte; `XRow.body_map()` decodes it when someone needs values.
+
+Two header layouts exist in 2.6.0 (iproto.md §2):
+* the compact *xrow header* (this module's `encode_header`): only non-zero
+  fields, shortest integers, in the order REQUEST_TYPE, SYNC, REPLICA_ID,
+  GROUP_ID, LSN, TIMESTAMP, TSN, FLAGS. Used for every row in .xlog/.snap
+  (with SYNC forced to 0) and for everything relay/applier send;
+* the fixed-width *reply header* of iproto replies (`encode_reply_header`).
+
+Header decoding is as strict as 2.6.0's xrow_header_decode(): every key must be
+an unsigned int below 0x53 whose value has exactly the MsgPack type of that key;
+anything else is ER_INVALID_MSGPACK "packet header".
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import msgpack
+
+from spindle.core.iproto.constants import (
+    DML_BODY_KEYS, DML_MANDATORY_KEYS, IPROTO_KEY_MAX, IPROTO_KEY_NAMES, IPROTO_KEY_TYPE,
+    GroupId, IprotoFlag, IprotoKey, IprotoType, MpType,
+)
+from spindle.core.iproto.errors import MESSAGES, ClientError
+
+ER_INVALID_MSGPACK = 20
+ER_MISSING_REQUEST_FIELD = 69
+_FALLBACK_MESSAGES = {
+    ER_INVALID_MSGPACK: "Invalid MsgPack - %s",
+    ER_MISSING_REQUEST_FIELD: "Missing mandatory field '%s' in request",
+}
+
+_UINT64_MAX = (1 << 64) - 1
+_pack_u16 = struct.Struct(">H").pack
+_pack_u32 = struct.Struct(">I").pack
+_pack_u64 = struct.Struct(">Q").pack
+_pack_double = struct.Struct(">d").pack
+_unpack_u16 = struct.Struct(">H").unpack_from
+_unpack_u32 = struct.Struct(">I").unpack_from
+_unpack_u64 = struct.Struct(">Q").unpack_from
+_unpack_double = struct.Struct(">d").unpack_from
+
+
+def client_error(code: int, *args: Any) -> ClientError:
+    """A ClientError with Tarantool's wording even while errors.py lacks the code."""
+    if int(code) in MESSAGES:
+        return ClientError(code, *args)
+    err = ClientError(0)
+    err.code = int(code)
+    err.message = _FALLBACK_MESSAGES.get(int(code), "%s") % args
+    err.args = (err.message,)
+    return err
+
+
+def invalid_msgpack(what: str) -> ClientError:
+    return client_error(ER_INVALID_MSGPACK, what)
+
+
+# ---------------------------------------------------------------------------
+# MsgPack primitives the msgpack package does not offer: exact type of the
+# value at a position (uint vs int, float32 vs float64) and skipping a value.
+
+def _build_type_table() -> tuple[MpType | None, ...]:
+    table: list[MpType | None] = [None] * 256
+    for b in range(0x00, 0x80):
+        table[b] = MpType.UINT
+    for b in range(0x80, 0x90):
+        table[b] = MpType.MAP
+    for b in range(0x90, 0xA0):
+        table[b] = MpType.ARRAY
+    for b in range(0xA0, 0xC0):
+        table[b] = MpType.STR
+    for b in range(0xE0, 0x100):
+        table[b] = MpType.INT
+    table[0xC0] = MpType.NIL
+    table[0xC2] = table[0xC3] = MpType.BOOL
+    for b in (0xC4, 0xC5, 0xC6):
+        table[b] = MpType.BIN
+    for b in (0xC7, 0xC8, 0xC9, 0xD4, 0xD5, 0xD6, 0xD7, 0xD8):
+        table[b] = MpType.EXT
+    table[0xCA] = MpType.FLOAT
+    table[0xCB] = MpType.DOUBLE
+    for b in (0xCC, 0xCD, 0xCE, 0xCF):
+        table[b] = MpType.UINT
+    for b in (0xD0, 0xD1, 0xD2, 0xD3):
+        table[b] = MpType.INT
+    for b in (0xD9, 0xDA, 0xDB):
+        table[b] = MpType.STR
+    table[0xDC] = table[0xDD] = MpType.ARRAY
+    table[0xDE] = table[0xDF] = MpType.MAP
+    return tuple(table)
+
+
+MP_TYPE_OF_BYTE = _build_type_table()   # None marks 0xc1, which is never valid
+
+# Bytes taken by the fixed part of a value, for first bytes whose size does not
+# depend on a length field.
+_FIXED_SIZE = {0xC0: 1, 0xC2: 1, 0xC3: 1, 0xCA: 5, 0xCB: 9, 0xCC: 2, 0xCD: 3, 0xCE: 5,
+               0xCF: 9, 0xD0: 2, 0xD1: 3, 0xD2: 5, 0xD3: 9, 0xD4: 3, 0xD5: 4, 0xD6: 6,
+               0xD7: 10, 0xD8: 18}
+
+
+class MsgpackError(ValueError):
+    """Malformed or truncated MsgPack found by `mp_next`."""
+
+
+def mp_next(buf: bytes, pos: int, end: int | None = None) -> int:
+    """Position right after the MsgPack value at `pos` (msgpuck's mp_check + mp_next).
+
+    Pure Python, meant for small values (headers, fixheader padding); row bodies
+    are skipped with the C unpacker instead.
+    """
+    if end is None:
+        end = len(buf)
+    pending = 1
+    while pending:
+        if pos >= end:
+            raise MsgpackError("truncated value")
+        b = buf[pos]
+        pending -= 1
+        if b < 0x80 or b >= 0xE0:
+            pos += 1
+        elif b < 0x90:
+            pos += 1
+            pending += 2 * (b & 0x0F)
+        elif b < 0xA0:
+            pos += 1
+            pending += b & 0x0F
+        elif b < 0xC0:
+            pos += 1 + (b & 0x1F)
+        elif b in _FIXED_SIZE:
+            pos += _FIXED_SIZE[b]
+        elif b == 0xC1:
+            raise MsgpackError("invalid byte 0xc1")
+        elif b in (0xC4, 0xD9):
+            pos += 2 + (buf[pos + 1] if pos + 1 < end else 0)
+        elif b in (0xC5, 0xDA):
+            pos += 3 + (_unpack_u16(buf, pos + 1)[0] if pos + 3 <= end else 0)
+        elif b in (0xC6, 0xDB):
+            pos += 5 + (_unpack_u32(buf, pos + 1)[0] if pos + 5 <= end else 0)
+        elif b == 0xC7:
+            pos += 3 + (buf[pos + 1] if pos + 1 < end else 0)
+        elif b == 0xC8:
+            pos += 4 + (_unpack_u16(buf, pos + 1)[0] if pos + 3 <= end else 0)
+        elif b == 0xC9:
+            pos += 6 + (_unpack_u32(buf, pos + 1)[0] if pos + 5 <= end else 0)
+        elif b in (0xDC, 0xDE):
+            count = _unpack_u16(buf, pos + 1)[0] if pos + 3 <= end else 0
+            pos += 3
+            pending += count * (2 if b == 0xDE else 1)
+        else:  # 0xdd, 0xdf
+            count = _unpack_u32(buf, pos + 1)[0] if pos + 5 <= end else 0
+            pos += 5
+            pending += count * (2 if b == 0xDF else 1)
+    if pos > end:
+        raise MsgpackError("truncated value")
+    return pos
+
+
+def mp_encode_uint(value: int) -> bytes:
+    """Shortest MsgPack encoding of an unsigned integer (mp_encode_uint)."""
+    if value < 0:
+        raise ValueError(f"negative value {value} where an unsigned int is required")
+    if value < 0x80:
+        return bytes((value,))
+    if value <= 0xFF:
+        return bytes((0xCC, value))
+    if value <= 0xFFFF:
+        return b"\xcd" + _pack_u16(value)
+    if value <= 0xFFFFFFFF:
+        return b"\xce" + _pack_u32(value)
+    if value <= _UINT64_MAX:
+        return b"\xcf" + _pack_u64(value)
+    raise ValueError(f"{value} does not fit in uint64")
+
+
+def _decode_uint(buf: bytes, pos: int) -> tuple[int, int]:
+    b = buf[pos]
+    if b < 0x80:
+        return b, pos + 1
+    if b == 0xCC:
+        return buf[pos + 1], pos + 2
+    if b == 0xCD:
+        return _unpack_u16(buf, pos + 1)[0], pos + 3
+    if b == 0xCE:
+        return _unpack_u32(buf, pos + 1)[0], pos + 5
+    if b == 0xCF:
+        return _unpack_u64(buf, pos + 1)[0], pos + 9
+    raise MsgpackError("not an unsigned integer")
+
+
+def pack(value: Any) -> bytes:
+    """MsgPack as Tarantool expects it: str for text, bin for bytes; strings
+    decoded with surrogateescape come back byte-identical."""
+    return msgpack.packb(value, use_bin_type=True, unicode_errors="surrogateescape")
+
+
+def unpack(raw: bytes, what: str = "packet body") -> Any:
+    """Decode one complete MsgPack value; any defect is ER_INVALID_MSGPACK `what`."""
+    try:
+        return msgpack.unpackb(raw, raw=False, strict_map_key=False,
+                               unicode_errors="surrogateescape")
+    except TypeError:
+        # A map keyed by an array (legal in a Tarantool tuple) cannot become a
+        # dict with list keys; arrays as Python tuples keep the data intact.
+        try:
+            return msgpack.unpackb(raw, raw=False, strict_map_key=False, use_list=False,
+                                   unicode_errors="surrogateescape")
+        except Exception as exc:
+            raise invalid_msgpack(what) from exc
+    except Exception as exc:
+        raise invalid_msgpack(what) from exc
+
+
+class MsgpackRaw(bytes):
+    """Already-encoded MsgPack: body builders insert it verbatim (e.g. a stored tuple)."""
+
+
+def _encode_value(value: Any) -> bytes:
+    return bytes(value) if isinstance(value, MsgpackRaw) else pack(value)
+
+
+# ---------------------------------------------------------------------------
+# The row.
+
+@dataclass(slots=True)
+class XRow:
+    """One row: header fields as struct xrow_header has them, body as raw MsgPack.
+
+    `tsn` follows Tarantool: 0 means "not set" (a single-statement transaction,
+    encoded without TSN/FLAGS); after decoding it is the absolute transaction id
+    (lsn - TSN field, or lsn when the field is absent).
+    """
+
+    type: int
+    body: bytes | None = None
+    replica_id: int = 0
+    lsn: int = 0
+    timestamp: float = 0.0
+    group_id: int = 0
+    tsn: int = 0
+    is_commit: bool = True
+    sync: int = 0
+    schema_version: int = 0
+
+    @property
+    def is_local(self) -> bool:
+        return self.group_id == GroupId.LOCAL
+
+    def body_map(self) -> Any:
+        """The decoded body (usually a dict keyed by IprotoKey values), or None."""
+        return None if self.body is None else unpack(self.body)
+
+    def encode_header(self, sync: int | None = None) -> bytes:
+        return encode_header(self, self.sync if sync is None else sync)
+
+    def encode(self, sync: int | None = None) -> bytes:
+        """Header + body with no length prefix (the form rows take inside xlog blocks)."""
+        header = encode_header(self, self.sync if sync is None else sync)
+        return header if self.body is None else header + self.body
+
+    def encode_frame(self, sync: int | None = None) -> bytes:
+        """An IPROTO packet: 5-byte length prefix, header, body."""
+        return frame(self.encode(sync))
+
+    def __repr__(self) -> str:
+        parts = [f"type={self.type}"]
+        for name in ("sync", "replica_id", "group_id", "lsn", "timestamp"):
+            value = getattr(self, name)
+            if value:
+                parts.append(f"{name}={value!r}")
+        if self.tsn and (self.tsn != self.lsn or not self.is_commit):
+            parts.append(f"tsn={self.tsn} is_commit={self.is_commit}")
+        if self.body is not None:
+            parts.append(f"body={self.body.hex()}" if len(self.body) <= 64
+                         else f"body=<{len(self.body)} bytes>")
+        return "XRow(" + ", ".join(parts) + ")"
+
+
+def encode_header(row: XRow, sync: int = 0) -> bytes:
+    """The compact xrow header (xrow_header_encode of 2.6.0)."""
+    out = [b"\x00", mp_encode_uint(row.type)]
+    if sync:
+        out += (b"\x01", mp_encode_uint(sync))
+    if row.replica_id:
+        out += (b"\x02", mp_encode_uint(row.replica_id))
+    if row.group_id:
+        out += (b"\x07", mp_encode_uint(row.group_id))
+    if row.lsn:
+        out += (b"\x03", mp_encode_uint(row.lsn))
+    if row.timestamp:
+        out += (b"\x04\xcb", _pack_double(row.timestamp))
+    if row.tsn != 0:
+        # Single-statement transactions carry neither TSN nor FLAGS; members of a
+        # multi-row one carry TSN = lsn - tsn, and the last one also FLAGS=COMMIT.
+        if row.tsn != row.lsn or not row.is_commit:
+            out += (b"\x08", mp_encode_uint(row.lsn - row.tsn))
+        if row.is_commit and row.tsn != row.lsn:
+            out += (b"\x09", mp_encode_uint(IprotoFlag.COMMIT))
+    return bytes((0x80 | (len(out) // 2),)) + b"".join(out)
+
+
+def encode_reply_header(request_type: int, sync: int, schema_version: int) -> bytes:
+    """The fixed-width header iproto replies carry: `83 00 ce.. 01 cf.. 05 ce..`."""
+    return (b"\x83\x00\xce" + _pack_u32(request_type) + b"\x01\xcf" + _pack_u64(sync)
+            + b"\x05\xce" + _pack_u32(schema_version))
+
+
+def frame(packet: bytes) -> bytes:
+    """Length-prefix a header+body the way Tarantool always does (`ce` + u32)."""
+    return b"\xce" + _pack_u32(len(packet)) + packet
+
+
+def decode_frame_length(buf: bytes, pos: int = 0) -> tuple[int, int] | None:
+    """(packet length, size of the length field) or None if more bytes are needed.
+
+    Any uint width is accepted, as 2.6.0 does; a non-uint is "packet length".
+    """
+    if pos >= len(buf):
+        return None
+    first = buf[pos]
+    if MP_TYPE_OF_BYTE[first] is not MpType.UINT:
+        raise invalid_msgpack("packet length")
+    size = 1 if first < 0x80 else {0xCC: 2, 0xCD: 3, 0xCE: 5, 0xCF: 9}[first]
+    if pos + size > len(buf):
+        return None
+    length, _ = _decode_uint(buf, pos)
+    return length, size
+
+
+_HEADER_UINT_FIELDS = {
+    IprotoKey.REQUEST_TYPE: "type", IprotoKey.SYNC: "sync",
+    IprotoKey.REPLICA_ID: "replica_id", IprotoKey.GROUP_ID: "group_id",
+    IprotoKey.LSN: "lsn", IprotoKey.SCHEMA_VERSION: "schema_version",
+}
+
+
+def _decode_header(buf: bytes, pos: int, end: int) -> tuple[XRow, int]:
+    """Strict header decode; raises ER_INVALID_MSGPACK "packet header"."""
+    try:
+        first = buf[pos]
+        if 0x80 <= first <= 0x8F:
+            size, pos = first & 0x0F, pos + 1
+        elif first == 0xDE:
+            size, pos = _unpack_u16(buf, pos + 1)[0], pos + 3
+        elif first == 0xDF:
+            size, pos = _unpack_u32(buf, pos + 1)[0], pos + 5
+        else:
+            raise MsgpackError("header is not a map")
+        values = {"type": 0, "sync": 0, "replica_id": 0, "group_id": 0, "lsn": 0,
+                  "schema_version": 0}
+        timestamp = 0.0
+        tsn_field = None
+        flags = 0
+        for _ in range(size):
+            key, pos = _decode_uint(buf, pos)
+            if key >= IPROTO_KEY_MAX or MP_TYPE_OF_BYTE[buf[pos]] is not IPROTO_KEY_TYPE[key]:
+                raise MsgpackError(f"bad header key {key}")
+            if key == IprotoKey.TIMESTAMP:
+                timestamp = _unpack_double(buf, pos + 1)[0]
+                pos += 9
+            elif key in _HEADER_UINT_FIELDS:
+                values[_HEADER_UINT_FIELDS[key]], pos = _decode_uint(buf, pos)
+            elif key == IprotoKey.TSN:
+                tsn_field, pos = _decode_uint(buf, pos)
+            elif key == IprotoKey.FLAGS:
+                flags, pos = _decode_uint(buf, pos)
+            else:
+                pos = mp_next(buf, pos, end)
+            if pos > end:
+                raise MsgpackError("header overruns the packet")
+    except (IndexError, struct.error, MsgpackError) as exc:
+        raise invalid_msgpack("packet header") from exc
+    lsn = values["lsn"]
+    row = XRow(timestamp=timestamp, **values)
+    if tsn_field is None:
+        row.tsn, row.is_commit = lsn, True
+    else:
+        row.tsn, row.is_commit = lsn - tsn_field, bool(flags & IprotoFlag.COMMIT)
+    return row, pos
+
+
+def _body_end(buf: bytes, pos: int, end: int) -> int:
+    unpacker = msgpack.Unpacker(max_buffer_size=max(end - pos, 1))
+    unpacker.feed(memoryview(buf)[pos:end])
+    try:
+        unpacker.skip()
+    except Exception as exc:
+        raise invalid_msgpack("packet body") from exc
+    return pos + unpacker.tell()
+
+
+def decode_row(buf: bytes, pos: int = 0, end: int | None = None, *,
+               exact: bool = False) -> tuple[XRow, int]:
+    """Decode one row at `pos`; returns it and the position after it.
+
+    NOP rows never have a body; other rows take the next value as their body if
+    any bytes remain. With `exact` (a network packet) the row must end at `end`.
+    """
+    if end is None:
+        end = len(buf)
+    if pos >= end:
+        raise invalid_msgpack("packet header")
+    row, pos = _decode_header(buf, pos, end)
+    if pos < end and row.type != IprotoType.NOP:
+        body_end = _body_end(buf, pos, end)
+        row.body = bytes(buf[pos:body_end])
+        pos = body_end
+    if exact and pos != end:
+        raise invalid_msgpack("packet body")
+    return row, pos
+
+
+def decode_rows(payload: bytes) -> list[XRow]:
+    """All rows of an xlog block payload (back-to-back, no length prefixes).
+
+    A defect raises ER_INVALID_MSGPACK with `.offset` set to the row's position
+    in the payload.
+    """
+    rows: list[XRow] = []
+    end = len(payload)
+    # One C unpacker walks the bodies; our own parser reads the headers and the
+    # unpacker is advanced past them with read_bytes().
+    unpacker = msgpack.Unpacker(max_buffer_size=max(end, 1))
+    unpacker.feed(payload)
+    pos = 0
+    while pos < end:
+        try:
+            row, body_pos = _decode_header(payload, pos, end)
+            unpacker.read_bytes(body_pos - pos)
+            if body_pos < end and row.type != IprotoType.NOP:
+                try:
+                    unpacker.skip()
+                except Exception as exc:
+                    raise invalid_msgpack("packet body") from exc
+                next_pos = unpacker.tell()
+                row.body = payload[body_pos:next_pos]
+            else:
+                next_pos = body_pos
+        except ClientError as err:
+            err.offset = pos
+            raise
+        rows.append(row)
+        pos = next_pos
+    return rows
+
+
+# ---------------------------------------------------------------------------
+# Bodies.
+
+@dataclass(slots=True)
+class DmlRequest:
+    """A decoded DML body. For UPDATE the ops travel under the TUPLE key (legacy);
+    here they are always in `ops` and `tuple` is None."""
+
+    type: int
+    space_id: int = 0
+    index_id: int = 0
+    index_base: int = 0
+    key: list | None = None
+    tuple: list | None = None
+    ops: list | None = None
+    tuple_meta: dict | None = None
+    limit: int | None = None
+    offset: int = 0
+    iterator: int = 0
+    extra: dict = field(default_factory=dict, repr=False)
+
+    def encode(self, *, space_id_u32: bool = False) -> bytes:
+        return encode_dml_body(self.type, self.space_id, index_id=self.index_id,
+                               index_base=self.index_base, key=self.key, tuple=self.tuple,
+                               ops=self.ops, tuple_meta=self.tuple_meta,
+                               space_id_u32=space_id_u32)
+
+
+def _uint_key(key: int, value: int, u32: bool = False) -> bytes:
+    if u32:
+        return bytes((key, 0xCE)) + _pack_u32(value)
+    return bytes((key,)) + mp_encode_uint(value)
+
+
+def encode_dml_body(request_type: int, space_id: int, *, index_id: int = 0,
+                    index_base: int = 0, key: Any = None, tuple: Any = None,
+                    ops: Any = None, tuple_meta: Any = None,
+                    space_id_u32: bool = False) -> bytes:
+    """A DML body laid out as box writes it to the WAL (xrow_encode_dml).
+
+    Keys in the order SPACE_ID, INDEX_ID, INDEX_BASE, KEY, OPS, TUPLE_META, TUPLE,
+    zero/None values omitted. UPDATE ops go under TUPLE (where 2.6.0 puts them);
+    UPSERT ops under OPS. Values may be `MsgpackRaw`. `space_id_u32` forces the
+    5-byte SPACE_ID that snapshot and JOIN rows use.
+    """
+    if request_type == IprotoType.UPDATE:
+        if tuple is not None:
+            raise ValueError("UPDATE carries its operations in `ops`")
+        tuple, ops = ops, None
+    parts = []
+    if space_id:
+        parts.append(_uint_key(IprotoKey.SPACE_ID, space_id, space_id_u32))
+    if index_id:
+        parts.append(_uint_key(IprotoKey.INDEX_ID, index_id))
+    if index_base:
+        parts.append(_uint_key(IprotoKey.INDEX_BASE, index_base))
+    for body_key, value in ((IprotoKey.KEY, key), (IprotoKey.OPS, ops),
+                            (IprotoKey.TUPLE_META, tuple_meta), (IprotoKey.TUPLE, tuple)):
+        if value is not None:
+            parts.append(bytes((body_key,)) + _encode_value(value))
+    return bytes((0x80 | len(parts),)) + b"".join(parts)
+
+
+def encode_snapshot_body(space_id: int, tuple: Any) -> bytes:
+    """`{SPACE_ID: ce <u32>, TUPLE: ...}`: the body of snapshot and JOIN rows."""
+    return b"\x82\x10\xce" + _pack_u32(space_id) + b"\x21" + _encode_value(tuple)
+
+
+def _is_uint(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _has_type(value: Any, mp_type: MpType) -> bool:
+    if mp_type is MpType.UINT:
+        return _is_uint(value)
+    if mp_type is MpType.ARRAY:
+        return isinstance(value, (list, tuple))
+    if mp_type is MpType.MAP:
+        return isinstance(value, dict)
+    return True
+
+
+def decode_dml_body(body: bytes | None, request_type: int) -> DmlRequest:
+    """Decode and validate a DML body like xrow_decode_dml() (keys outside the
+    DML set are kept in `extra`; mandatory keys per type are enforced)."""
+    request = DmlRequest(type=request_type)
+    found: set[int] = set()
+    if body is not None:
+        decoded = unpack(body, "packet body")
+        if not isinstance(decoded, dict):
+            raise invalid_msgpack("packet body")
+        for key, value in decoded.items():
+            if not _is_uint(key) or key not in DML_BODY_KEYS:
+                request.extra[key] = value
+                continue
+            if not _has_type(value, IPROTO_KEY_TYPE[key]):
+                raise invalid_msgpack("packet body")
+            found.add(key)
+            if key == IprotoKey.SPACE_ID:
+                request.space_id = value
+            elif key == IprotoKey.INDEX_ID:
+                request.index_id = value
+            elif key == IprotoKey.INDEX_BASE:
+                request.index_base = value
+            elif key == IprotoKey.LIMIT:
+                request.limit = value
+            elif key == IprotoKey.OFFSET:
+                request.offset = value
+            elif key == IprotoKey.ITERATOR:
+                request.iterator = value
+            elif key == IprotoKey.KEY:
+                request.key = value
+            elif key == IprotoKey.TUPLE:
+                request.tuple = value
+            elif key == IprotoKey.OPS:
+                request.ops = value
+            elif key == IprotoKey.TUPLE_META:
+                request.tuple_meta = value
+    for key in sorted(DML_MANDATORY_KEYS.get(request_type, ())):
+        if key not in found:
+            raise client_error(ER_MISSING_REQUEST_FIELD, IPROTO_KEY_NAMES[key])
+    if request_type == IprotoType.UPDATE:
+        request.ops, request.tuple = request.tuple, None
+    return request
+
+
+class SynchroRequest(NamedTuple):
+    """Body of CONFIRM / ROLLBACK: the limbo owner and an LSN."""
+
+    replica_id: int
+    lsn: int
+
+
+def encode_synchro_body(replica_id: int, lsn: int) -> bytes:
+    """`{REPLICA_ID: id, LSN: lsn}` with shortest integers, as 2.6.0 writes it."""
+    return (b"\x82\x02" + mp_encode_uint(replica_id) + b"\x03" + mp_encode_uint(lsn))
+
+
+def decode_synchro_body(body: bytes | None) -> SynchroRequest:
+    """Decode a CONFIRM/ROLLBACK body; non-integer keys and unknown keys are skipped."""
+    if body is None:
+        raise invalid_msgpack("request body")
+    decoded = unpack(body, "request body")
+    if not isinstance(decoded, dict):
+        raise invalid_msgpack("request body")
+    replica_id = decoded.get(IprotoKey.REPLICA_ID, 0)
+    lsn = decoded.get(IprotoKey.LSN, 0)
+    if not _is_uint(replica_id) or not _is_uint(lsn):
+        raise invalid_msgpack("request body")
+    return SynchroRequest(replica_id, lsn)
+
+
+def synchro_row(request_type: int, replica_id: int, lsn: int, **header: Any) -> XRow:
+    """A CONFIRM or ROLLBACK row (header fields such as lsn/timestamp via kwargs)."""
+    if request_type not in (IprotoType.CONFIRM, IprotoType.ROLLBACK):
+        raise ValueError(f"not a synchro request type: {request_type}")
+    return XRow(type=request_type, body=encode_synchro_body(replica_id, lsn), **header)

@@ -1,0 +1,83 @@
+"""One Spindle instance's Lua side: the runtime with Tarantool's modules installed.
+
+Everything here runs on the tx thread. The CLI builds one `Instance`, then runs a
+script, a `-e` chunk or the console in fibers of its scheduler.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import greenlet
+
+from spindle.core.fiber import Scheduler
+
+from .modules import clock as clock_module
+from .modules import log as log_module
+from .modules.fiber import FiberModule
+from .runtime import LuaRuntime
+
+_OS_EXIT = """
+local wait, exit_now = ...
+os.exit = function(code)
+    if code == true or code == nil then code = 0 elseif code == false then code = 1 end
+    return wait(exit_now, code)
+end
+"""
+
+
+class ExitRequested(greenlet.GreenletExit):
+    """os.exit(): unwinds the calling fiber without resuming Lua, then the loop stops."""
+
+
+class Instance:
+    def __init__(self, sched: Scheduler | None = None):
+        self.sched = sched or Scheduler()
+        self.exit_code: int | None = None
+        self.runtime = runtime = LuaRuntime(self.sched)
+        self.fiber = FiberModule(runtime)
+        runtime.register_module("fiber", self.fiber.lua_module, as_global=False)
+        runtime.register_module("log", log_module.build(runtime), as_global=False)
+        runtime.register_module("clock", clock_module.build(runtime), as_global=False)
+        self._install_extra_modules()
+        runtime.load(_OS_EXIT, "=os.exit")(runtime.wait, self._exit_now)
+
+    def _install_extra_modules(self) -> None:
+        """Serializer modules (json, yaml, msgpack, uuid) and the box table."""
+        from .modules import registry
+        registry.install(self)
+
+    def _exit_now(self, code) -> None:
+        self.exit_code = int(code)
+        self.sched.stop()
+        raise ExitRequested()
+
+    # ----------------------------------------------------------- package.path
+
+    def add_package_dir(self, directory: str) -> None:
+        """Let require() find Lua files in `directory`, first."""
+        package = self.runtime.globals.package
+        extra = f"{directory}/?.lua;{directory}/?/init.lua;".encode()
+        package.path = extra + package.path
+
+    # ---------------------------------------------------------------- running
+
+    def run_chunk(self, code: str, chunkname: str, args: list[str] | None = None) -> tuple:
+        """Compile and run Lua code in the current fiber."""
+        fn = self.runtime.load(code, chunkname)
+        return self.runtime.call(fn, *(args or []))
+
+    def run_script(self, path: str, args: list[str]) -> tuple:
+        """Run a startup script as Tarantool does: in the current fiber, named after the
+        script, with the global `arg` table (arg[0] script, arg[-1] the binary)."""
+        self.sched.current.name = os.path.basename(path)
+        arg = {i + 1: value for i, value in enumerate(args)}
+        arg[0] = path
+        arg[-1] = sys.argv[0]
+        self.runtime.globals[b"arg"] = self.runtime.to_lua(arg)
+        self.add_package_dir(os.path.dirname(os.path.abspath(path)))
+        with open(path, "rb") as source:
+            code = source.read()
+        if code.startswith(b"#!"):   # keep line numbers: blank out the shebang line
+            code = b"--" + code[2:]
+        return self.run_chunk(code, "@" + path, args)

@@ -1,0 +1,46 @@
+"""`spindle`: start an instance with a console, a startup script, or a chunk of Lua.
+
+    spindle                      console on a live instance
+    spindle SCRIPT.lua [ARGS]    run a startup script, like `tarantool SCRIPT.lua`
+    spindle -e CODE [-i]         run Lua, then (with -i) the console
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from spindle.core.version import SPINDLE_VERSION, TARANTOOL_VERSION
+
+USAGE = "spindle [OPTIONS] [SCRIPT [ARGS]...]"
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="spindle", usage=USAGE,
+        description="Tarantool 2.6's replication core in Python, driven from Lua.")
+    parser.add_argument("-e", dest="chunks", action="append", default=[], metavar="EXPR",
+                        help="execute the Lua chunk EXPR (repeatable)")
+    parser.add_argument("-i", dest="interactive", action="store_true",
+                        help="enter the console after running SCRIPT or -e chunks")
+    parser.add_argument("-v", "-V", "--version", action="store_true",
+                        help="print the version and exit")
+    parser.add_argument("script", nargs="?", help="Lua startup script")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments for SCRIPT")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    options = parse_args(argv)
+    if options.version:
+        print(f"Spindle {SPINDLE_VERSION} (Tarantool {TARANTOOL_VERSION} compatible)")
+        return 0
+    from .launcher import Launcher   # heavy imports only when an instance starts
+    interactive = options.interactive or (options.script is None and not options.chunks)
+    launcher = Launcher(script=options.script, script_args=options.args,
+                        chunks=options.chunks, interactive=interactive)
+    return launcher.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

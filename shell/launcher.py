@@ -1,0 +1,75 @@
+"""Runs one instance for the CLI: the scheduler loop, the main fiber, the console.
+
+Exit rules, as Tarantool's: a script that raises ends the process at once with status
+1 and the Lua traceback on stderr; os.exit(n) ends it with n; otherwise the process
+lives while fibers, listeners or timers do; leaving the console (Ctrl-D, \\quit) exits.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+from spindle.core import log
+from spindle.core.iproto.errors import BoxError
+from spindle.lua.console import ConsoleEngine
+from spindle.lua.instance import Instance
+
+from .link import TxLink
+
+
+class Launcher:
+    def __init__(self, script: str | None, script_args: list[str], chunks: list[str],
+                 interactive: bool):
+        self.script, self.script_args = script, script_args
+        self.chunks, self.interactive = chunks, interactive
+        self.instance = Instance()
+        self.sched = self.instance.sched
+
+    def run(self) -> int:
+        status = 0
+        try:
+            self.sched.run(self._main, name="main")
+        except KeyboardInterrupt:
+            status = 130
+        except BaseException as exc:   # noqa: BLE001 - reported like Tarantool does
+            if self.instance.exit_code is None:
+                report_fatal(exc)
+                status = 1
+        finally:
+            self.sched.shutdown(timeout=2.0)
+        if self.instance.exit_code is not None:
+            status = self.instance.exit_code
+        sys.stdout.flush()
+        return status
+
+    def _main(self) -> None:
+        for chunk in self.chunks:
+            self.instance.run_chunk(chunk, "=(command line)")
+        if self.script:
+            self.instance.run_script(self.script, self.script_args)
+        if self.interactive:
+            self._console()
+            self.sched.stop()
+
+    def _console(self) -> None:
+        link = TxLink(ConsoleEngine(self.instance))
+        if sys.stdin.isatty() and os.environ.get("SPINDLE_PLAIN_CONSOLE") != "1":
+            from .repl import run_repl as frontend
+        else:
+            from .pipe import run_pipe_console as frontend
+        thread = threading.Thread(target=frontend, args=(link,), name="repl", daemon=True)
+        thread.start()
+        link.serve()
+
+
+def report_fatal(exc: BaseException) -> None:
+    """What Tarantool prints when a script fails: the error, its Lua traceback."""
+    if isinstance(exc, BoxError):
+        text = f"{exc.type}: {exc.message}"
+    else:
+        text = f"{type(exc).__name__}: {exc}"
+    trace = getattr(exc, "lua_traceback", "")
+    sys.stderr.write(text + ("\n" + trace if trace else "") + "\n")
+    sys.stderr.write("fatal error, exiting the event loop\n")
+    sys.stderr.flush()
