@@ -132,8 +132,15 @@ coroutine.resume = user_resume
 coroutine.status = user_status
 coroutine.wrap = user_wrap
 
+-- Run fn(...) to completion on the calling state, which cannot yield: for Lua
+-- callbacks Python calls directly (they must not block). Same result tags as entry.
+local function protected(fn, ...)
+    return finish(xpcall(fn, on_error, ...))
+end
+
 return {
     entry = entry,
+    protected = protected,
     wait = wait,
     pack = pack,
 }

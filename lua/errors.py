@@ -3,6 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import greenlet
+import lupa.luajit21 as lupa
+
 from spindle.core.iproto.errors import BoxError
 from spindle.core.fiber import FiberSwitchForbidden
 
@@ -21,6 +24,10 @@ def describe(exc: BaseException) -> tuple[str, int, str]:
     """(type, code, message) of a Python exception as box.error shows it."""
     if isinstance(exc, BoxError):
         return exc.type, int(exc.code), exc.message
+    if isinstance(exc, greenlet.GreenletExit):
+        return "FiberIsCancelled", 0, "fiber is cancelled"
+    if isinstance(exc, lupa.LuaError):
+        return "LuajitError", 0, str(exc)
     return type(exc).__name__, 0, f"{type(exc).__name__}: {exc}"
 
 

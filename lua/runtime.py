@@ -40,6 +40,7 @@ class LuaRuntime:
         self.convert = Converter(self.lua, self.load_file("convert.lua")())
         driver = self.load_file("driver.lua")(self._error_helpers)
         self._entry = driver[b"entry"]
+        self._protected = driver[b"protected"]
         self.wait = driver[b"wait"]          # Lua: wait(callable, args...)
         self.pack = driver[b"pack"]
         self._from_python = self._error_helpers[b"from_python"]
@@ -89,6 +90,15 @@ class LuaRuntime:
                 raise lua_errors.from_lua(result[1], self.convert.text)
             else:   # a stray top-level coroutine.yield(): resume with no values
                 send = ()
+
+    def invoke(self, fn, *args) -> tuple:
+        """Call Lua `fn` directly, without a coroutine: for callbacks that must not
+        block (a blocking call inside raises "fiber yield is not allowed here").
+        Errors come back as the Python exceptions they carry, as with call()."""
+        result = self._protected(fn, *[self.to_lua(a) for a in args])
+        if result[0] == b"error":
+            raise lua_errors.from_lua(result[1], self.convert.text)
+        return result[1:] if type(result) is tuple else ()
 
     def _serve(self, request: Callable, args: tuple) -> tuple:
         """Run a wait-request's callable in this fiber, outside Lua."""

@@ -7,7 +7,6 @@ buffered, as Tarantool's channel does.
 from __future__ import annotations
 
 import collections
-import time
 from typing import Any
 
 from .fiber import Fiber
@@ -47,7 +46,7 @@ class Channel:
         return bool(self._writers)
 
     def put(self, value: Any, timeout: float | None = None) -> bool:
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = None if timeout is None else self.sched.clock() + timeout
         while True:
             if self.closed:
                 return False
@@ -62,11 +61,11 @@ class Channel:
             waiter = _Waiter(self.sched.current, value)
             if self._block(self._writers, waiter, deadline):
                 return True
-            if deadline is not None and time.monotonic() >= deadline:
+            if deadline is not None and self.sched.clock() >= deadline:
                 return False
 
     def get(self, timeout: float | None = None) -> Any:
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = None if timeout is None else self.sched.clock() + timeout
         while True:
             if self.closed:
                 return None
@@ -86,12 +85,13 @@ class Channel:
             waiter = _Waiter(self.sched.current)
             if self._block(self._readers, waiter, deadline):
                 return waiter.value
-            if deadline is not None and time.monotonic() >= deadline:
+            if deadline is not None and self.sched.clock() >= deadline:
                 return None
 
     def _block(self, queue: collections.deque, waiter: _Waiter, deadline) -> bool:
+        waiter.fiber.testcancel()
         queue.append(waiter)
-        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        remaining = None if deadline is None else max(0.0, deadline - self.sched.clock())
         try:
             self.sched.wait(remaining)
         finally:

@@ -32,10 +32,10 @@ class CoSocket:
         return self.sock.fileno()
 
     def _deadline(self, timeout: float | None) -> float | None:
-        return None if timeout is None else time.monotonic() + timeout
+        return None if timeout is None else self.sched.clock() + timeout
 
     def _wait(self, event: int, deadline: float | None) -> None:
-        remaining = None if deadline is None else deadline - time.monotonic()
+        remaining = None if deadline is None else deadline - self.sched.clock()
         if remaining is not None and remaining <= 0:
             raise TimedOut()
         if not self.sched.wait_io(self.sock, event, remaining):
@@ -103,7 +103,7 @@ class CoSocket:
 
 def connect(sched, host: str, port: int, timeout: float | None = None) -> CoSocket:
     """Open a TCP connection without blocking the loop (names resolved in a thread)."""
-    deadline = None if timeout is None else time.monotonic() + timeout
+    deadline = None if timeout is None else sched.clock() + timeout
     infos = run_in_thread(sched, socket.getaddrinfo, host, port, 0, socket.SOCK_STREAM,
                           timeout=timeout)
     last_error: Exception | None = None
@@ -160,9 +160,9 @@ def run_in_thread(sched, fn: Callable, *args, timeout: float | None = None) -> A
         sched.call_soon_threadsafe(finished, result, error)
 
     threading.Thread(target=work, name="coio", daemon=True).start()
-    deadline = None if timeout is None else time.monotonic() + timeout
+    deadline = None if timeout is None else sched.clock() + timeout
     while "error" not in outcome:
-        remaining = None if deadline is None else deadline - time.monotonic()
+        remaining = None if deadline is None else deadline - sched.clock()
         if remaining is not None and remaining <= 0:
             raise TimedOut()
         sched.wait(remaining)

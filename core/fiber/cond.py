@@ -17,6 +17,7 @@ class Cond:
         """True when signalled (or woken by fiber.wakeup: Tarantool allows such
         spurious wakeups), False on timeout. Raises if the fiber is cancelled."""
         me = self.sched.current
+        me.testcancel()
         self._waiters.append(me)
         try:
             woken = self.sched.wait(timeout)

@@ -60,8 +60,8 @@ class Fiber:
         self.status = "running"
         try:
             self._result = self._fn(*self._args, **self._kwargs)
-        except greenlet.GreenletExit:
-            self._error = FiberIsCancelled()
+        except greenlet.GreenletExit as exc:   # killed at shutdown, or os.exit()
+            self._error = exc
             self._finish()
             raise
         except BaseException as exc:   # noqa: BLE001 - a fiber's error ends only the fiber

@@ -68,6 +68,8 @@ class Scheduler:
         # switching then would corrupt lupa's state bookkeeping (DESIGN §2).
         self.switch_forbidden = 0
         self.stalls: list[tuple[str, float]] = []
+        self._segment_fiber: Fiber | None = None
+        self._segment_start = 0.0
         self.wall_time = time.time()     # fiber.time(): cached once per loop iteration
         log.set_fiber_provider(self._log_identity)
 
@@ -89,6 +91,8 @@ class Scheduler:
             self._ready.appendleft(caller)
             fiber._greenlet = self._acquire_greenlet()
             self.current = fiber
+            self._end_segment()
+            self._begin_segment(fiber)
             fiber._greenlet.switch(fiber)
             self._resumed(caller)
         else:
@@ -156,7 +160,10 @@ class Scheduler:
         fiber.csw += 1
 
     def sleep(self, seconds: float) -> None:
-        """fiber.sleep: returns after `seconds` or on wakeup; raises if cancelled."""
+        """fiber.sleep: returns after `seconds` or on wakeup; raises if cancelled
+        (before sleeping too, so a cancelled fiber that catches the error and loops
+        cannot sleep on)."""
+        self.current.testcancel()
         self._park(max(0.0, float(seconds)))
         self.current.testcancel()
 
@@ -245,8 +252,9 @@ class Scheduler:
             if until_idle and not self.fibers and not self._has_pending_work():
                 break
             self._run_once()
-        if main_fiber is not None and main_fiber._error is not None:
-            raise main_fiber._error
+        error = main_fiber._error if main_fiber is not None else None
+        if error is not None and not isinstance(error, greenlet.GreenletExit):
+            raise error
         return main_fiber._result if main_fiber else None
 
     def stop(self) -> None:
@@ -333,15 +341,25 @@ class Scheduler:
         """Hand the CPU to `fiber` until it yields; the watchdog times the run."""
         previous = self.current
         self.current = fiber
-        started = time.monotonic()
+        self._begin_segment(fiber)
         if fiber._greenlet is None:
             fiber._greenlet = self._acquire_greenlet()
             fiber._greenlet.switch(fiber)
         else:
             fiber._greenlet.switch()
-        ran = time.monotonic() - started
+        self._end_segment()
         self.current = previous
+
+    # The watchdog times "segments": one fiber holding the CPU. A segment ends when the
+    # CPU goes back to the hub, or when fiber.create hands it straight to a new fiber.
+    def _begin_segment(self, fiber: Fiber) -> None:
+        self._segment_fiber = fiber
+        self._segment_start = time.monotonic()
+
+    def _end_segment(self) -> None:
+        ran = time.monotonic() - self._segment_start
         if ran > STALL_THRESHOLD:
+            fiber = self._segment_fiber
             self.stalls.append((fiber.name, ran))
             log.warn("fiber '%s' (id %d) ran %.0f ms without yielding",
                      fiber.name, fiber.id, ran * 1000)

@@ -1,0 +1,41 @@
+"""Shared fixtures: a scheduler with a fake clock, and a helper to run code in a fiber."""
+from __future__ import annotations
+
+import pytest
+
+from spindle.core.fiber import Scheduler
+
+
+class FakeClock:
+    """Time that moves only when the hub would otherwise sleep: timeouts are exact
+    and tests that 'wait' an hour finish at once."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock():
+    return FakeClock()
+
+
+@pytest.fixture
+def sched(clock):
+    scheduler = Scheduler(clock=clock)
+    yield scheduler
+    scheduler.shutdown(timeout=1.0)
+    scheduler.close()
+
+
+@pytest.fixture
+def run(sched):
+    """run(fn, *args): run fn as the main fiber to completion and return its result."""
+    def runner(fn, *args):
+        return sched.run(fn, *args)
+    return runner

@@ -1,0 +1,385 @@
+"""The fiber scheduler: ordering, timeouts, cancel, join, cond, channel, latch, sockets,
+the stall watchdog and thread-safe calls. Time-dependent tests use the fake clock."""
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+
+from spindle.core.fiber import Channel, Cond, FiberSwitchForbidden, Latch, Scheduler, TriggerList
+from spindle.core.fiber import coio
+from spindle.core.iproto.errors import BoxError, FiberIsCancelled, TimedOut
+
+
+def test_create_runs_new_fiber_first_then_caller(sched, run):
+    order = []
+
+    def child():
+        order.append("child starts")
+        sched.yield_()
+        order.append("child resumes")
+
+    def main():
+        sched.spawn(child)
+        order.append("caller resumes")
+        sched.yield_()
+        order.append("caller after yield")
+
+    run(main)
+    assert order == ["child starts", "caller resumes", "child resumes", "caller after yield"]
+
+
+def test_new_fiber_starts_at_creator_yield(sched, run):
+    order = []
+
+    def main():
+        sched.spawn(lambda: order.append("child"), start=False)
+        order.append("creator")
+        sched.yield_()
+        order.append("creator again")
+
+    run(main)
+    assert order == ["creator", "child", "creator again"]
+
+
+def test_sleep_ordering_by_deadline(sched, clock, run):
+    order = []
+
+    def sleeper(name, seconds):
+        sched.sleep(seconds)
+        order.append((name, clock()))
+
+    def main():
+        start = clock()
+        for name, seconds in [("c", 3), ("a", 1), ("b", 2)]:
+            sched.spawn(sleeper, name, seconds)
+        sched.sleep(5)
+        return start
+
+    start = run(main)
+    assert [name for name, _ in order] == ["a", "b", "c"]
+    assert [at - start for _, at in order] == [1, 2, 3]
+
+
+def test_wakeup_ends_sleep_early(sched, clock, run):
+    def main():
+        me = sched.current
+        sched.call_later(1, sched.wakeup, me)
+        started = clock()
+        sched.sleep(100)
+        return clock() - started
+
+    assert run(main) == 1
+
+
+def test_cancel_is_sticky_and_raises_in_blocking_calls(sched, run):
+    seen = []
+
+    def victim():
+        for _ in range(2):
+            try:
+                sched.sleep(10)
+            except FiberIsCancelled:
+                seen.append("cancelled")
+
+    def main():
+        fiber = sched.spawn(victim)
+        fiber.cancel()
+        sched.yield_()
+        return fiber.status
+
+    assert run(main) == "dead"
+    assert seen == ["cancelled", "cancelled"]
+
+
+def test_join_returns_result_or_error(sched, run):
+    def main():
+        good = sched.spawn(lambda: 42, start=False)
+        good.set_joinable(True)
+        bad = sched.spawn(lambda: 1 / 0, start=False)
+        bad.set_joinable(True)
+        ok1, value1 = good.join()
+        ok2, value2 = bad.join()
+        return ok1, value1, ok2, type(value2)
+
+    assert run(main) == (True, 42, False, ZeroDivisionError)
+
+
+def test_join_refuses_non_joinable_and_self(sched, run):
+    def main():
+        fiber = sched.spawn(lambda: None, start=False)
+        with pytest.raises(BoxError, match="not joinable"):
+            fiber.join()
+        me = sched.current
+        me.set_joinable(True)
+        with pytest.raises(BoxError, match="join itself"):
+            me.join()
+
+    run(main)
+
+
+def test_cond_wait_timeout_and_signal(sched, clock, run):
+    def main():
+        cond = Cond(sched)
+        started = clock()
+        assert cond.wait(2) is False
+        assert clock() - started == 2
+        sched.spawn(lambda: (sched.sleep(1), cond.signal()))
+        assert cond.wait(10) is True
+        return clock() - started
+
+    assert run(main) == 3
+
+
+def test_cond_broadcast_wakes_all(sched, run):
+    def main():
+        cond = Cond(sched)
+        woken = []
+        for i in range(3):
+            sched.spawn(lambda i=i: woken.append((i, cond.wait())))
+        assert cond.waiting == 3
+        cond.broadcast()
+        sched.yield_()
+        return woken
+
+    assert run(main) == [(0, True), (1, True), (2, True)]
+
+
+def test_channel_buffered_and_rendezvous(sched, clock, run):
+    def main():
+        buffered = Channel(sched, 2)
+        assert buffered.put(1, 0) and buffered.put(2, 0)
+        assert buffered.is_full() and buffered.put(3, 0) is False
+        assert [buffered.get(), buffered.get()] == [1, 2]
+        rendezvous = Channel(sched, 0)
+        assert rendezvous.put("x", 1) is False          # nobody reading
+        got = []
+        sched.spawn(lambda: got.append(rendezvous.get()))
+        assert rendezvous.put("y", 1) is True
+        started = clock()
+        assert rendezvous.get(3) is None
+        assert clock() - started == 3
+        return got
+
+    assert run(main) == ["y"]
+
+
+def test_channel_writer_blocks_until_room(sched, run):
+    def main():
+        ch = Channel(sched, 1)
+        ch.put("a")
+        done = []
+        sched.spawn(lambda: done.append(ch.put("b")))
+        assert done == [] and ch.has_writers()
+        assert ch.get() == "a"
+        sched.yield_()
+        assert done == [True]
+        return ch.get(0)
+
+    assert run(main) == "b"
+
+
+def test_channel_close_wakes_everyone(sched, run):
+    def main():
+        ch = Channel(sched, 0)
+        results = []
+        sched.spawn(lambda: results.append(("get", ch.get())))
+        sched.spawn(lambda: results.append(("put", Channel.put(ch2, 1))))
+        ch.close()
+        ch2.close()
+        sched.yield_()
+        assert ch.put(1) is False and ch.get() is None
+        return sorted(results)
+
+    ch2 = None
+
+    def setup():
+        nonlocal ch2
+        ch2 = Channel(sched, 0)
+        return main()
+
+    assert run(setup) == [("get", None), ("put", False)]
+
+
+def test_latch_is_fifo(sched, run):
+    order = []
+
+    def worker(latch, name):
+        with latch:
+            order.append(name)
+            sched.yield_()
+
+    def main():
+        latch = Latch(sched)
+        latch.lock()
+        for name in "abc":
+            sched.spawn(worker, latch, name)
+        latch.unlock()
+        sched.sleep(0.1)
+        assert latch.lock(timeout=1)
+        return order
+
+    assert run(main) == ["a", "b", "c"]
+
+
+def test_triggers_run_newest_first_and_replace():
+    calls = []
+    triggers = TriggerList()
+    first = triggers.add(lambda: calls.append(1))
+    triggers.add(lambda: calls.append(2))
+    triggers.run()
+    assert calls == [2, 1]
+    triggers.replace(first, lambda: calls.append(3))
+    calls.clear()
+    triggers.run()
+    assert calls == [2, 3]
+    with pytest.raises(ValueError):
+        triggers.replace(first, None)
+
+
+def test_switch_forbidden_raises_clear_error(sched, run):
+    def main():
+        sched.switch_forbidden += 1
+        try:
+            with pytest.raises(FiberSwitchForbidden, match="fiber yield is not allowed here"):
+                sched.sleep(0)
+        finally:
+            sched.switch_forbidden -= 1
+        sched.sleep(0)   # allowed again
+        return "alive"
+
+    assert run(main) == "alive"
+
+
+def test_error_in_fiber_is_logged_and_loop_survives(sched, run, capsys):
+    def main():
+        sched.spawn(lambda: 1 / 0, name="doomed")
+        sched.yield_()
+        return "alive"
+
+    assert run(main) == "alive"
+    assert "ZeroDivisionError" in capsys.readouterr().err
+
+
+def test_watchdog_logs_a_stall_with_the_fiber_name(capsys):
+    sched = Scheduler()
+
+    def hog():
+        time.sleep(0.08)   # a deliberate stall: no yield for 80 ms
+
+    def main():
+        sched.spawn(hog, name="hog")
+
+    sched.run(main)
+    assert [name for name, _ in sched.stalls] == ["hog"]
+    assert "fiber 'hog'" in capsys.readouterr().err
+    sched.close()
+
+
+def test_call_soon_threadsafe_wakes_idle_loop():
+    sched = Scheduler()
+    got = []
+
+    def main():
+        me = sched.current
+
+        def from_thread():
+            sched.call_soon_threadsafe(lambda: (got.append(threading.current_thread().name),
+                                                sched.wakeup(me)))
+
+        threading.Thread(target=from_thread, name="other").start()
+        assert sched.wait(10) is True
+
+    sched.run(main)
+    assert got == ["MainThread"]   # the callback ran on the hub, not the other thread
+    sched.close()
+
+
+def test_sockets_with_deadlines():
+    sched = Scheduler()
+
+    def main():
+        server = coio.listen(sched, "127.0.0.1", 0)
+        port = server.name()[1]
+        received = []
+
+        def serve():
+            conn, _ = server.accept(timeout=5)
+            received.append(conn.readn(5, timeout=5))
+            conn.write(b"pong")
+            with pytest.raises(TimedOut):
+                conn.readn(1, timeout=0.05)
+            conn.close()
+
+        sched.spawn(serve)
+        client = coio.connect(sched, "127.0.0.1", port, timeout=5)
+        client.write(b"hello")
+        reply = client.readn(4, timeout=5)
+        with pytest.raises(coio.SocketError):
+            client.readn(1, timeout=5)   # server closes after its timeout
+        client.close()
+        server.close()
+        return received, reply
+
+    assert sched.run(main) == ([b"hello"], b"pong")
+    sched.close()
+
+
+def test_connect_refused_is_a_clear_error():
+    sched = Scheduler()
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+
+    def main():
+        with pytest.raises(coio.SocketError, match="ECONNREFUSED"):
+            coio.connect(sched, "127.0.0.1", port, timeout=5)
+
+    sched.run(main)
+    sched.close()
+
+
+def test_run_in_thread_returns_result_and_raises_errors():
+    sched = Scheduler()
+
+    def main():
+        assert coio.run_in_thread(sched, lambda: 7) == 7
+        with pytest.raises(KeyError):
+            coio.run_in_thread(sched, lambda: {}["x"])
+
+    sched.run(main)
+    sched.close()
+
+
+def test_shutdown_cancels_and_joins_every_fiber():
+    sched = Scheduler()
+    finished = []
+
+    def sleeper():
+        try:
+            sched.sleep(1000)
+        finally:
+            finished.append(sched.current.id)
+
+    def main():
+        for _ in range(5):
+            sched.spawn(sleeper)
+        sched.stop()
+
+    sched.run(main)
+    assert len(sched.fibers) == 5
+    assert sched.shutdown(timeout=2) == []
+    assert len(finished) == 5 and not sched.fibers
+    sched.close()
+
+
+def test_pooled_greenlets_are_reused(sched, run):
+    def main():
+        for _ in range(50):
+            f = sched.spawn(lambda: None)
+        return len(sched._pool)
+
+    assert run(main) <= 2
