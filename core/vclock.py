@@ -11,28 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from spindle.core.iproto.errors import ClientError, MESSAGES
+from spindle.core.iproto.errors import ClientError, ErrorCode
 
 VCLOCK_MAX = 32
 # 1 + VCLOCK_MAX * len("NN: " + 20 digits + ", ") + 1, as in vclock.h; header
 # parsers refuse longer VClock values.
 VCLOCK_STR_LEN_MAX = 1 + VCLOCK_MAX * (2 + 2 + 20 + 2) + 1
 INT64_MAX = (1 << 63) - 1
-
-ER_INVALID_ORDER = 68
-_INVALID_ORDER_MSG = "Invalid LSN order for instance %u: previous LSN = %llu, new lsn = %llu"
-
-
-def _invalid_order(replica_id: int, prev: int, lsn: int) -> ClientError:
-    # errors.py may not know this code yet; fall back to the 2.6.0 wording.
-    if ER_INVALID_ORDER in MESSAGES:
-        return ClientError(ER_INVALID_ORDER, replica_id, prev, lsn)
-    err = ClientError(0)
-    err.code = ER_INVALID_ORDER
-    err.message = (_INVALID_ORDER_MSG.replace("%llu", "%d").replace("%u", "%d")
-                   % (replica_id, prev, lsn))
-    err.args = (err.message,)
-    return err
 
 
 class VClockParseError(ValueError):
@@ -100,7 +85,7 @@ class VClock:
         _check_id(replica_id)
         prev = self._lsn.get(replica_id, 0)
         if lsn <= prev:
-            raise _invalid_order(replica_id, prev, lsn)
+            raise ClientError(ErrorCode.ER_INVALID_ORDER, replica_id, prev, lsn)
         self._lsn[replica_id] = lsn
         return prev
 

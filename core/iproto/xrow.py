@@ -27,14 +27,7 @@ from spindle.core.iproto.constants import (
     DML_BODY_KEYS, DML_MANDATORY_KEYS, IPROTO_KEY_MAX, IPROTO_KEY_NAMES, IPROTO_KEY_TYPE,
     GroupId, IprotoFlag, IprotoKey, IprotoType, MpType,
 )
-from spindle.core.iproto.errors import MESSAGES, ClientError
-
-ER_INVALID_MSGPACK = 20
-ER_MISSING_REQUEST_FIELD = 69
-_FALLBACK_MESSAGES = {
-    ER_INVALID_MSGPACK: "Invalid MsgPack - %s",
-    ER_MISSING_REQUEST_FIELD: "Missing mandatory field '%s' in request",
-}
+from spindle.core.iproto.errors import ClientError, ErrorCode
 
 _UINT64_MAX = (1 << 64) - 1
 _pack_u16 = struct.Struct(">H").pack
@@ -47,19 +40,8 @@ _unpack_u64 = struct.Struct(">Q").unpack_from
 _unpack_double = struct.Struct(">d").unpack_from
 
 
-def client_error(code: int, *args: Any) -> ClientError:
-    """A ClientError with Tarantool's wording even while errors.py lacks the code."""
-    if int(code) in MESSAGES:
-        return ClientError(code, *args)
-    err = ClientError(0)
-    err.code = int(code)
-    err.message = _FALLBACK_MESSAGES.get(int(code), "%s") % args
-    err.args = (err.message,)
-    return err
-
-
 def invalid_msgpack(what: str) -> ClientError:
-    return client_error(ER_INVALID_MSGPACK, what)
+    return ClientError(ErrorCode.ER_INVALID_MSGPACK, what)
 
 
 # ---------------------------------------------------------------------------
@@ -229,7 +211,7 @@ def _encode_value(value: Any) -> bytes:
 # ---------------------------------------------------------------------------
 # The row.
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class XRow:
     """One row: header fields as struct xrow_header has them, body as raw MsgPack.
 
@@ -252,6 +234,20 @@ class XRow:
     @property
     def is_local(self) -> bool:
         return self.group_id == GroupId.LOCAL
+
+    def _identity(self) -> tuple:
+        # tsn 0 ("not set") encodes exactly like tsn == lsn with commit, which
+        # is what decoding produces; equality follows the encoding.
+        tsn, commit = (self.tsn, self.is_commit) if self.tsn else (self.lsn, True)
+        return (self.type, self.body, self.replica_id, self.lsn, self.timestamp,
+                self.group_id, tsn, commit, self.sync, self.schema_version)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, XRow):
+            return NotImplemented
+        return self._identity() == other._identity()
+
+    __hash__ = None
 
     def body_map(self) -> Any:
         """The decoded body (usually a dict keyed by IprotoKey values), or None."""
@@ -571,7 +567,7 @@ def decode_dml_body(body: bytes | None, request_type: int) -> DmlRequest:
                 request.tuple_meta = value
     for key in sorted(DML_MANDATORY_KEYS.get(request_type, ())):
         if key not in found:
-            raise client_error(ER_MISSING_REQUEST_FIELD, IPROTO_KEY_NAMES[key])
+            raise ClientError(ErrorCode.ER_MISSING_REQUEST_FIELD, IPROTO_KEY_NAMES[key])
     if request_type == IprotoType.UPDATE:
         request.ops, request.tuple = request.tuple, None
     return request
@@ -603,8 +599,9 @@ def decode_synchro_body(body: bytes | None) -> SynchroRequest:
     return SynchroRequest(replica_id, lsn)
 
 
-def synchro_row(request_type: int, replica_id: int, lsn: int, **header: Any) -> XRow:
-    """A CONFIRM or ROLLBACK row (header fields such as lsn/timestamp via kwargs)."""
+def synchro_row(request_type: int, owner_id: int, target_lsn: int, **header: Any) -> XRow:
+    """A CONFIRM or ROLLBACK row about `owner_id`'s `target_lsn`; the row's own
+    header fields (replica_id, lsn, timestamp) come as keyword arguments."""
     if request_type not in (IprotoType.CONFIRM, IprotoType.ROLLBACK):
         raise ValueError(f"not a synchro request type: {request_type}")
-    return XRow(type=request_type, body=encode_synchro_body(replica_id, lsn), **header)
+    return XRow(type=request_type, body=encode_synchro_body(owner_id, target_lsn), **header)

@@ -319,11 +319,11 @@ def decode_fixheader(buf: bytes | bytearray, pos: int = 0, *,
     p = MARKER_SIZE
     for name in ("length", "crc32p", "crc32c"):
         if p >= FIXHEADER_SIZE or not (head[p] < 0x80 or 0xCC <= head[p] <= 0xCF):
-            raise CorruptBlock(offset, f"broken fixheader {_FIELD_NAMES[name]}")
+            raise CorruptBlock(offset, f"broken fixheader {name}")
         try:
             nxt = mp_next(head, p, FIXHEADER_SIZE)
         except MsgpackError:
-            raise CorruptBlock(offset, f"broken fixheader {_FIELD_NAMES[name]}") from None
+            raise CorruptBlock(offset, f"broken fixheader {name}") from None
         values.append(int.from_bytes(head[p + 1:nxt], "big") if head[p] >= 0x80 else head[p])
         p = nxt
     if values[0] > IPROTO_BODY_LEN_MAX:
@@ -336,8 +336,6 @@ def decode_fixheader(buf: bytes | bytearray, pos: int = 0, *,
             raise CorruptBlock(offset, "broken fixheader padding") from None
     return Fixheader(magic, values[0], values[1], values[2])
 
-
-_FIELD_NAMES = {"length": "length", "crc32p": "crc32p", "crc32c": "crc32c"}
 
 
 def decode_block(buf: bytes | bytearray, pos: int = 0, *, base_offset: int = 0,
@@ -531,10 +529,10 @@ def iter_blocks(data: bytes, pos: int, *, with_rows: bool = True,
     """Blocks of a complete buffer from `pos`; ends with EofMarker or NeedMore."""
     while True:
         item = decode_block(data, pos, with_rows=with_rows)
+        if isinstance(item, EofMarker) and pos + MARKER_SIZE < len(data):
+            raise DataAfterEof(item.offset)
         yield item
         if isinstance(item, EofMarker):
-            if pos + MARKER_SIZE < len(data):
-                raise DataAfterEof(item.offset)
             return
         if isinstance(item, NeedMore):
             return
