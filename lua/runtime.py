@@ -115,6 +115,14 @@ class LuaRuntime:
         return True, value
 
     def error_to_lua(self, exc: BaseException):
+        """The Lua error value for a Python exception; also box.error.last() of the
+        current fiber. Errors Tarantool raises as plain strings (`lua_plain`) stay
+        strings."""
+        fiber = self.sched.current
+        if fiber is not None:
+            fiber.storage["last_error"] = exc
+        if getattr(exc, "lua_plain", False):
+            return str(exc).encode()
         type_name, code, message = lua_errors.describe(exc)
         return self._from_python(exc, type_name.encode(), code, message.encode())
 

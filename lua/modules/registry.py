@@ -1,15 +1,18 @@
 """Installs the modules that Tarantool offers to Lua beyond fiber, log and clock.
 
-Each entry is (require name, builder(instance) -> Lua value, also a global?)."""
+Each entry is (require name, "module.path:builder", also a global?); a builder takes
+the Instance and returns the Lua value of the module.
+"""
 from __future__ import annotations
 
+import importlib
+
 MODULES: list[tuple[str, str, bool]] = [
-    # (name, "module.path:builder", global)
+    ("box", ".box:build", True),
 ]
 
 
 def install(instance) -> None:
-    import importlib
     for name, target, as_global in MODULES:
         module_path, builder = target.split(":")
         module = importlib.import_module(module_path, __package__)

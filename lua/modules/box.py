@@ -1,0 +1,109 @@
+"""The `box` global for Lua: box.cfg over core/box/cfg.py, box.NULL and box.error.
+
+box.cfg is served as a wait-request (the first call will recover or bootstrap the
+database, which blocks the fiber); applying an option's side effect goes through
+`BoxModule.appliers`, where the storage and replication layers register theirs.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from spindle.core import log
+from spindle.core.box.cfg import Config
+from spindle.core.iproto.errors import (LUA_HIDDEN_CODES, MESSAGES, BoxError, ErrorCode,
+                                        format_message)
+
+from ..runtime import read_source
+
+
+class BoxModule:
+    def __init__(self, instance):
+        self.instance = instance
+        self.runtime = runtime = instance.runtime
+        self.config = Config()
+        # option name -> fn(value): side effects of a (re)configured option
+        self.appliers: dict[str, Callable[[Any], None]] = {
+            "log_level": log.set_level,
+        }
+        # hooks run once after the first successful box.cfg (storage bootstrap...)
+        self.on_first_configure: list[Callable[[dict], None]] = []
+        natives = {
+            "format": lambda code, args: format_message(MESSAGES.get(int(code), "Unknown error"),
+                                                        tuple(args or ())),
+            "last_error": self._last_error,
+            "clear_error": self._clear_error,
+            "set_last": self._set_last,
+            "configured": lambda: self.config.configured,
+        }
+        codes = {member.name[3:]: int(member) for member in ErrorCode
+                 if member not in LUA_HIDDEN_CODES}
+        chunk = runtime.load(read_source("modules/box.lua"), "@box.lua")
+        self.lua_module = chunk(
+            runtime.table({k: runtime.bridge(v) for k, v in natives.items()}),
+            runtime.table({"configure": self._configure}),
+            runtime.wait, runtime.convert.NULL, runtime.to_lua(codes),
+            runtime._error_helpers)
+
+    # ------------------------------------------------------------------ box.cfg
+
+    def _configure(self, options=None) -> Any:
+        options = self.runtime.to_py(options) if options is not None else None
+        if isinstance(options, list) and not options:
+            options = {}
+        if not self.config.configured:
+            values = self.config.first_configure(options)
+            given = options or {}
+            for name, value in values.items():
+                if name in given and given[name] is not None:
+                    log.info("set '%s' configuration option to %s", name, _show(value))
+                    self._apply(name, value)
+            for hook in self.on_first_configure:
+                hook(values)
+        else:
+            changed = self.config.reconfigure(options, apply=self._apply)
+            for name, value in changed.items():
+                log.info("set '%s' configuration option to %s", name, _show(value))
+        for warning in self.config.warnings:
+            log.warn("%s", warning)
+        self.config.warnings.clear()
+        return self.runtime.to_lua(self.config.as_dict())
+
+    def _apply(self, name: str, value: Any) -> None:
+        applier = self.appliers.get(name)
+        if applier is not None:
+            applier(value)
+
+    # ---------------------------------------------------------------- box.error
+
+    # The last error is kept per fiber as the Python exception (a Lua object must not
+    # be kept from a plain Lua->Python call) and turned into a box.error on demand.
+    def _last_error(self):
+        fiber = self.instance.sched.current
+        exc = fiber.storage.get("last_error") if fiber else None
+        return self.runtime.error_to_lua(exc) if exc is not None else None
+
+    def _set_last(self, type_name: str, code: int, message: str) -> None:
+        fiber = self.instance.sched.current
+        if fiber:
+            exc = BoxError(message, code)
+            exc.type = type_name
+            fiber.storage["last_error"] = exc
+
+    def _clear_error(self) -> None:
+        fiber = self.instance.sched.current
+        if fiber:
+            fiber.storage.pop("last_error", None)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def build(instance):
+    module = BoxModule(instance)
+    instance.box = module
+    return module.lua_module

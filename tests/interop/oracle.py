@@ -1,0 +1,34 @@
+"""Running real Tarantool 2.6.0 and Spindle on the same Lua, for side-by-side tests."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+SPINDLE = str(Path(sys.executable).with_name("spindle"))
+
+
+def tarantool_binary() -> str:
+    """The oracle must be there: interop tests fail, never skip, without it."""
+    path = shutil.which("tarantool")
+    assert path, "tarantool 2.6.0 is not installed (./scripts/test installs it)"
+    return path
+
+
+def run_script(binary: str, script: str, cwd: Path, name: str = "probe.lua",
+               timeout: float = 30) -> subprocess.CompletedProcess:
+    """Write `script` into cwd/name and run `binary name` there."""
+    (cwd / name).write_text(script)
+    return subprocess.run([binary, name], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def both(script: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess,
+                                               subprocess.CompletedProcess]:
+    """Run the script in real Tarantool and in Spindle, each in its own directory."""
+    (tmp_path / "tarantool").mkdir()
+    (tmp_path / "spindle").mkdir()
+    real = run_script(tarantool_binary(), script, tmp_path / "tarantool")
+    ours = run_script(SPINDLE, script, tmp_path / "spindle")
+    return real, ours
