@@ -11,7 +11,7 @@ Python %-format: C's `%u`, `%llu` and `%lld` become `%d`; `%s`, `%d`, `%c` and
 
 Two codes exist in 2.6.0 but are missing from Lua's `box.error` table (and so from
 the fixture file): 67 REPLICA_ID_IS_RESERVED and 183 SQL_KEYWORD_IS_RESERVED.
-Tarantool leaves out of `box.error` every name containing "RESERVED"; the server
+(measured: the names left out are exactly those containing "RESERVED"). The server
 still sends these codes over IPROTO, so they are members here, and
 LUA_HIDDEN_CODES lists them for whoever builds the Lua table.
 """
