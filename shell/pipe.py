@@ -26,10 +26,20 @@ def run_pipe_console(link: TxLink, stdin: TextIO | None = None,
             reply = link.submit(text)
             if reply.quit:
                 break
-            stdout.write(reply.text)
+            stdout.write(_reply_text(link, reply))
             stdout.flush()
         if pending and "\n".join(pending).strip():   # an unfinished chunk at EOF
             stdout.write(link.submit("\n".join(pending)).text)
             stdout.flush()
     finally:
         link.close()
+
+
+def _reply_text(link: TxLink, reply) -> str:
+    if reply.error is not None or not reply.values:
+        return reply.text
+    output = link.call(getattr, link.engine, "output")
+    if output != "table":
+        return reply.text
+    from .render_table import render_reply   # rich only when a table is asked for
+    return render_reply(reply, output)

@@ -1,0 +1,50 @@
+"""Tab completion for the console, answered by the tx thread from the live Lua state.
+
+The REPL thread never reads Lua: it asks through TxLink.call with a short timeout,
+so a busy tx thread costs the user an empty menu, never a frozen line.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+from typing import Iterable
+
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.document import Document
+
+from spindle.lua.completion import complete
+
+from .link import TxLink
+
+TIMEOUT = 0.5   # seconds the completer waits for the tx thread
+
+
+class LuaCompleter(Completer):
+    def __init__(self, link: TxLink, timeout: float = TIMEOUT):
+        self.link = link
+        self.timeout = timeout
+
+    def get_completions(self, document: Document,
+                        complete_event: CompleteEvent) -> Iterable[Completion]:
+        text = document.text_before_cursor
+        try:
+            candidates = self.link.call(_complete_on_tx, self.link.engine, text,
+                                        timeout=self.timeout)
+        except concurrent.futures.TimeoutError:
+            return
+        except Exception:   # noqa: BLE001 - completion must never break the line
+            return
+        word = _partial_word(text)
+        for name, kind in candidates:
+            yield Completion(name, start_position=-len(word), display_meta=kind)
+
+
+def _complete_on_tx(engine, text: str):
+    return complete(engine.runtime, text)
+
+
+def _partial_word(text: str) -> str:
+    end = len(text)
+    start = end
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        start -= 1
+    return text[start:end]

@@ -1,0 +1,159 @@
+"""The interactive console on a real pty: output, editing keys, completion, history."""
+from __future__ import annotations
+
+import re
+
+
+
+def test_statements_print_yaml_documents(spawn_console):
+    console = spawn_console()
+    assert console.run("1 + 1") == "- 2\n"
+    assert console.run("x = {a = 1, b = 'two'}") == ""
+    body = console.run("x")
+    assert "a: 1" in body and "b: two" in body
+    assert console.run("'hello', nil, true") == "- hello\n- null\n- true\n"
+
+
+def test_multi_line_function_definition(spawn_console):
+    console = spawn_console()
+    console.send("function double(x)\r")
+    console.expect_literal(console.CONTINUATION)
+    console.send("    return x * 2\r")
+    console.expect_literal(console.CONTINUATION)
+    console.send("end\r")
+    console.expect(r"---\r?\n\.\.\.\r?\n")
+    console.prompt()
+    assert console.run("double(21)") == "- 42\n"
+
+
+def test_error_is_a_yaml_error_document(spawn_console):
+    console = spawn_console()
+    assert "- error:" in console.run("error('bad' .. ' thing')")
+    assert "bad thing" in console.text
+    assert console.run("2 + 2") == "- 4\n"   # the console lives on
+
+
+def test_tab_completes_module_fields(spawn_console):
+    console = spawn_console()
+    console.run("fiber = require('fiber')")
+    console.send("fiber.")
+    console.send("\t")
+    console.expect("create")            # the menu lists the module's functions
+    console.send("\x03")                # drop the line
+    console.prompt()
+    console.run("s = 'abc'")
+    console.send("s:upp")
+    console.expect("upp")
+    console.send("\t")                  # a single candidate is inserted: s:upper
+    console.expect("er")                # (only the new letters are redrawn)
+    console.send("()\r")
+    console.expect(r"---\r?\n- ABC\r?\n\.\.\.")
+    console.prompt()
+
+
+def test_ctrl_c_cancels_the_running_statement(spawn_console):
+    console = spawn_console()
+    console.send("print('spin' .. 'ning') while true do require('fiber').sleep(0.01) end\r")
+    console.expect_literal("spinning")  # the statement runs: the terminal is cooked
+    console.send("\x03")
+    console.expect(r"- error: fiber is cancelled")
+    console.prompt()
+    assert console.run("3 * 3") == "- 9\n"
+
+
+def test_ctrl_c_while_editing_drops_the_line(spawn_console):
+    console = spawn_console()
+    console.send("this is not lua")
+    console.expect("lua")
+    console.send("\x03")
+    console.prompt()
+    assert console.run("5 + 5") == "- 10\n"
+
+
+def test_ctrl_d_exits_with_status_0(spawn_console):
+    console = spawn_console()
+    console.run("1")
+    console.send("\x04")
+    assert console.wait_exit() == 0
+
+
+def test_quit_command_exits(spawn_console):
+    console = spawn_console()
+    console.send("\\quit\r")
+    assert console.wait_exit() == 0
+
+
+def test_set_output_table(spawn_console):
+    console = spawn_console()
+    assert console.run("\\set output table") == "- true\n"
+    console.send("{{1, 'a'}, {2, 'b'}}\r")
+    console.expect(r"col1\s*│\s*col2")
+    console.expect(r"│ 2\s*│ b")
+    console.prompt()
+    console.send("{{id = 1, name = 'x'}}\r")
+    console.expect(r"id\s*│\s*name|name\s*│\s*id")
+    console.prompt()
+    assert console.run("42") == "- 42\n"        # not a table: YAML
+    assert console.run("\\set output yaml") == "- true\n"
+    assert console.run("{{1, 'a'}}") == "- - - 1\n    - a\n"
+
+
+def test_set_language(spawn_console):
+    console = spawn_console()
+    assert console.run("\\set language lua") == "- true\n"
+    assert "SQL is not supported" in console.run("\\set language sql")
+
+
+def test_help(spawn_console):
+    console = spawn_console()
+    console.send("\\help\r")
+    console.expect_literal("Available backslash commands")
+    console.expect_literal("\\quit")
+    console.prompt()
+
+
+def test_background_fiber_output_keeps_the_line(spawn_console):
+    console = spawn_console()
+    console.run("fiber = require('fiber') log = require('log')")
+    console.run("fiber.create(function() fiber.sleep(1) print('tick ' .. 'from fiber') "
+                "log.info('log ' .. 'from fiber') end)")
+    console.send("12")                     # half-typed when the fiber speaks
+    console.expect_literal("tick from fiber")
+    console.expect(r"I> log from fiber")
+    console.expect(r"spindle> 12")         # the prompt is redrawn with the line intact
+    console.send("3\r")
+    console.expect(r"---\r?\n- 123\r?\n\.\.\.")
+    console.prompt()
+
+
+def test_history_persists_between_runs(spawn_console, console_env):
+    first = spawn_console()
+    first.run("'hist' .. 'ory ok'")
+    first.send("\x04")
+    assert first.wait_exit() == 0
+    with open(console_env["SPINDLE_HISTORY"]) as history:
+        assert "+'hist' .. 'ory ok'" in history.read()
+
+    second = spawn_console()
+    second.send("\x1b[A")                    # Up: the last line of the first run
+    second.expect("ory ok")
+    second.send("\r")
+    second.expect(r"- history ok")
+    second.prompt()
+    second.send("\x12")                      # Ctrl-R: reverse search
+    second.expect("I-search backward")
+    second.send("hist")
+    second.expect("hist' ..")
+    second.send("\r")                        # take the match into the line
+    second.expect("spindle>")
+    second.send("\r")
+    second.expect(r"- history ok")
+    second.prompt()
+
+
+def test_interactive_after_script(spawn_console, tmp_path):
+    script = tmp_path / "init.lua"
+    script.write_text("greeting = 'set by ' .. 'the script'\n")
+    console = spawn_console("-i", str(script))
+    assert console.run("greeting") == "- set by the script\n"
+    assert re.search(re.escape(console.PROMPT), console.text)

@@ -1,0 +1,108 @@
+"""`spindle` as a script runner, without a terminal: arg, exit codes, -e, -i, fibers."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SPINDLE = str(Path(sys.executable).parent / "spindle")
+TIMEOUT = 20
+
+
+def run(args: list[str], cwd: Path, stdin: str = "") -> subprocess.CompletedProcess:
+    env = dict(os.environ, HOME=str(cwd))
+    process = subprocess.Popen([SPINDLE, *args], cwd=cwd, env=env, text=True,
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    try:
+        out, err = process.communicate(stdin, timeout=TIMEOUT)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+
+
+def write(directory: Path, name: str, text: str) -> Path:
+    path = directory / name
+    path.write_text(text)
+    return path
+
+
+def test_script_sees_arg(tmp_path):
+    write(tmp_path, "args.lua",
+          "print(arg[0], arg[1], arg[2], arg[-1] ~= nil, #arg)\n"
+          "print(...)\n")
+    result = run(["args.lua", "a", "b"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "args.lua\ta\tb\ttrue\t2"
+    assert lines[1] == "a\tb"
+
+
+def test_os_exit_sets_the_status(tmp_path):
+    write(tmp_path, "exit3.lua", "io.stdout:write('before\\n')\nos.exit(3)\nprint('after')\n")
+    result = run(["exit3.lua"], tmp_path)
+    assert result.returncode == 3
+    assert "after" not in result.stdout
+
+
+def test_a_failing_script_exits_1_with_a_traceback(tmp_path):
+    write(tmp_path, "fail.lua", "local x = 1\n\nerror('boom')\n")
+    result = run(["fail.lua"], tmp_path)
+    assert result.returncode == 1
+    assert "fail.lua:3: boom" in result.stderr
+    assert "stack traceback" in result.stderr
+
+
+def test_dash_e_runs_a_chunk(tmp_path):
+    result = run(["-e", "print(1)"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "1\n"
+
+
+def test_dash_i_enters_the_console_after_the_script(tmp_path):
+    write(tmp_path, "init.lua", "answer = 6 * 7\n")
+    result = run(["-i", "init.lua"], tmp_path, stdin="answer\n")
+    assert result.returncode == 0, result.stderr
+    assert "- 42" in result.stdout
+
+
+def test_a_running_fiber_keeps_the_process_alive(tmp_path):
+    write(tmp_path, "fiber.lua",
+          "local fiber = require('fiber')\n"
+          "fiber.create(function() fiber.sleep(0.3) print('fiber done') end)\n"
+          "print('script done')\n")
+    result = run(["fiber.lua"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["script done", "fiber done"]
+
+
+def test_version(tmp_path):
+    result = run(["--version"], tmp_path)
+    assert result.returncode == 0
+    assert "Tarantool 2.6" in result.stdout
+
+
+def test_help(tmp_path):
+    result = run(["--help"], tmp_path)
+    assert result.returncode == 0
+    assert "usage: spindle" in result.stdout
+    assert "-e" in result.stdout and "-i" in result.stdout
+
+
+def test_require_a_module_next_to_the_script(tmp_path):
+    scripts = tmp_path / "app"
+    scripts.mkdir()
+    write(scripts, "greet.lua", "return {hello = function(who) return 'hi ' .. who end}\n")
+    write(scripts, "main.lua", "print(require('greet').hello('there'))\n")
+    result = run(["app/main.lua"], tmp_path)   # run from elsewhere: the script's dir counts
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "hi there\n"
+
+
+def test_pipe_console_table_output(tmp_path):
+    result = run([], tmp_path, stdin="\\set output table\n{{1, 'a'}, {2, 'b'}}\n")
+    assert result.returncode == 0, result.stderr
+    assert "col1" in result.stdout and "│ 2" in result.stdout
