@@ -33,7 +33,7 @@ LUA_BENCHES = {
         os.exit(0)""",
     "fiber create+join from Lua": """
         local fiber, clock = require('fiber'), require('clock')
-        local n = {n} // 10
+        local n = math.floor({n} / 10)
         local body = function() return 1 end
         local t = clock.monotonic()
         for i = 1, n do
