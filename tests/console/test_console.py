@@ -157,3 +157,23 @@ def test_interactive_after_script(spawn_console, tmp_path):
     console = spawn_console("-i", str(script))
     assert console.run("greeting") == "- set by the script\n"
     assert re.search(re.escape(console.PROMPT), console.text)
+
+
+def test_ctrl_c_storm_neither_crashes_nor_hangs(spawn_console):
+    console = spawn_console()
+    console.send("while true do require('fiber').sleep(0.001) end\r")
+    console.expect_literal("while true")
+    console.send("\x03" * 30)            # a storm while the statement runs
+    console.expect(r"- error: fiber is cancelled")
+    console.prompt()
+    console.send("\x03" * 30)            # and while the prompt is idle
+    console.prompt()
+    assert console.run("'still ' .. 'here'") == "- still here\n"
+
+
+def test_error_in_a_background_fiber_is_logged_and_the_instance_lives(spawn_console):
+    console = spawn_console()
+    console.run("require('fiber').create(function() local t = nil; return t.field end)")
+    assert "attempt to index local 't'" in console.text     # logged with
+    assert "stack traceback" in console.text                # its Lua traceback
+    assert console.run("1") == "- 1\n"
