@@ -1,0 +1,474 @@
+"""Field types of Tarantool 2.6.0: which values a type accepts and how index keys compare.
+
+Python value model (what a MsgPack decoder hands us): int, float, str (decoded with
+`surrogateescape`, so any byte string survives), bytes (MsgPack bin), bool, None (nil),
+list, dict, uuid.UUID (ext 2) and decimal.Decimal (ext 1).
+
+Facts from src/box/field_def.c and src/box/tuple_compare.cc of the 2.6.0 tag, checked
+against the binary:
+
+* `scalar` takes nil (only when nullable), booleans, numbers (incl. decimal), strings and
+  varbinary — *not* uuid in 2.6.0 — and orders them by class:
+  nil < boolean < number < string < varbinary (uuid would come next, map/array after).
+* numbers compare exactly across int/float (Python's int/float comparison is exact too);
+  NaN sorts below every other number, and NaNs are equal to each other here (2.6.0 also
+  orders quiet NaN above signalling NaN; not modelled).
+* strings compare byte-wise (memcmp, then length). A key is the string's UTF-8 bytes, so
+  strings carrying surrogate escapes of invalid UTF-8 compare exactly as their bytes.
+* `double` accepts only MsgPack doubles (a Python float); `number` ints, floats and decimals.
+
+Collations: 'none'/'binary' are byte-wise. 'unicode' and 'unicode_ci' are ICU collations in
+Tarantool; here they are approximated without ICU (see `collation_key`): equality follows
+case folding + canonical decomposition (+ accent stripping for unicode_ci), which matches
+ICU for the common cases ('a' == 'A' == 'ä' under unicode_ci, 'ß' == 'ss'; NFC and NFD
+forms equal under both); ordering puts spaces < punctuation < digits < letters and
+lowercase before uppercase, but within a class it follows code points, not ICU's tables.
+"""
+from __future__ import annotations
+
+import decimal
+import enum
+import unicodedata
+import uuid
+from functools import lru_cache
+from typing import Any, Callable
+
+import msgpack
+
+
+class FieldType(str, enum.Enum):
+    ANY = "any"
+    UNSIGNED = "unsigned"
+    STRING = "string"
+    NUMBER = "number"
+    DOUBLE = "double"
+    INTEGER = "integer"
+    BOOLEAN = "boolean"
+    VARBINARY = "varbinary"
+    SCALAR = "scalar"
+    DECIMAL = "decimal"
+    UUID = "uuid"
+    ARRAY = "array"
+    MAP = "map"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+_ALIASES = {"num": FieldType.UNSIGNED, "str": FieldType.STRING, "*": FieldType.ANY}
+
+
+def field_type_by_name(name: str | FieldType) -> FieldType:
+    """field_type_by_name(): exact names, plus 'num'/'str' (any case) and '*'."""
+    if isinstance(name, FieldType):
+        return name
+    try:
+        return FieldType(name)
+    except ValueError:
+        pass
+    alias = _ALIASES.get(name.lower() if name != "*" else name)
+    if alias is None:
+        raise ValueError(f"unknown field type {name!r}")
+    return alias
+
+
+UINT64_MAX = (1 << 64) - 1
+INT64_MIN = -(1 << 63)
+
+
+def _is_int(v: Any) -> bool:
+    return type(v) is int or (isinstance(v, int) and not isinstance(v, bool))
+
+
+def is_uint(v: Any) -> bool:
+    return _is_int(v) and 0 <= v <= UINT64_MAX
+
+
+def is_integer(v: Any) -> bool:
+    return _is_int(v) and INT64_MIN <= v <= UINT64_MAX
+
+
+def is_number(v: Any) -> bool:
+    return is_integer(v) or isinstance(v, (float, decimal.Decimal))
+
+
+def _is_str(v: Any) -> bool:
+    return isinstance(v, str)
+
+
+def _is_bin(v: Any) -> bool:
+    return isinstance(v, (bytes, bytearray, memoryview))
+
+
+def _is_scalar(v: Any) -> bool:
+    return isinstance(v, (bool, str, bytes, bytearray, float, decimal.Decimal)) or is_integer(v)
+
+
+_CHECKS: dict[FieldType, Callable[[Any], bool]] = {
+    FieldType.ANY: lambda v: True,
+    FieldType.UNSIGNED: is_uint,
+    FieldType.STRING: _is_str,
+    FieldType.NUMBER: is_number,
+    FieldType.DOUBLE: lambda v: isinstance(v, float),
+    FieldType.INTEGER: is_integer,
+    FieldType.BOOLEAN: lambda v: isinstance(v, bool),
+    FieldType.VARBINARY: _is_bin,
+    FieldType.SCALAR: _is_scalar,
+    FieldType.DECIMAL: lambda v: isinstance(v, decimal.Decimal),
+    FieldType.UUID: lambda v: isinstance(v, uuid.UUID),
+    FieldType.ARRAY: lambda v: isinstance(v, (list, tuple)),
+    FieldType.MAP: lambda v: isinstance(v, dict),
+}
+
+
+def is_compatible(ftype: FieldType, value: Any, is_nullable: bool = False) -> bool:
+    """field_mp_type_is_compatible(): may `value` be stored in a field of `ftype`?
+    nil passes only for nullable fields, and always for `any`."""
+    if value is None:
+        return is_nullable or ftype is FieldType.ANY
+    return _CHECKS[ftype](value)
+
+
+# field_type_compatibility[] of 2.6.0: type1 contains type2 (values of type2 fit type1).
+_CONTAINS: dict[FieldType, frozenset[FieldType]] = {
+    FieldType.ANY: frozenset(FieldType),
+    FieldType.UNSIGNED: frozenset({FieldType.UNSIGNED}),
+    FieldType.STRING: frozenset({FieldType.STRING}),
+    FieldType.NUMBER: frozenset({FieldType.UNSIGNED, FieldType.NUMBER, FieldType.DOUBLE,
+                                 FieldType.INTEGER, FieldType.DECIMAL}),
+    FieldType.DOUBLE: frozenset({FieldType.DOUBLE}),
+    FieldType.INTEGER: frozenset({FieldType.UNSIGNED, FieldType.INTEGER}),
+    FieldType.BOOLEAN: frozenset({FieldType.BOOLEAN}),
+    FieldType.VARBINARY: frozenset({FieldType.VARBINARY}),
+    FieldType.SCALAR: frozenset({FieldType.UNSIGNED, FieldType.STRING, FieldType.NUMBER,
+                                 FieldType.DOUBLE, FieldType.INTEGER, FieldType.BOOLEAN,
+                                 FieldType.VARBINARY, FieldType.SCALAR, FieldType.DECIMAL}),
+    FieldType.DECIMAL: frozenset({FieldType.DECIMAL}),
+    FieldType.UUID: frozenset({FieldType.UUID}),
+    FieldType.ARRAY: frozenset({FieldType.ARRAY}),
+    FieldType.MAP: frozenset({FieldType.MAP}),
+}
+
+
+def type1_contains_type2(type1: FieldType, type2: FieldType) -> bool:
+    return type2 in _CONTAINS[type1]
+
+
+# Types an index part may have (memtx TREE/HASH).
+INDEXABLE = frozenset({FieldType.UNSIGNED, FieldType.STRING, FieldType.NUMBER,
+                       FieldType.DOUBLE, FieldType.INTEGER, FieldType.BOOLEAN,
+                       FieldType.VARBINARY, FieldType.SCALAR, FieldType.DECIMAL,
+                       FieldType.UUID})
+
+
+# ---------------------------------------------------------------------------
+# Sort keys. A part key maps a field value to a Python object whose natural
+# ordering and equality are Tarantool's; keys of one index part always have
+# mutually comparable shapes.
+
+class _NanKey:
+    """Key of a NaN number: below every other number, equal to other NaNs."""
+
+    __slots__ = ()
+
+    def __lt__(self, other):
+        return not isinstance(other, _NanKey)
+
+    def __le__(self, other):
+        return True
+
+    def __gt__(self, other):
+        return False
+
+    def __ge__(self, other):
+        return isinstance(other, _NanKey)
+
+    def __eq__(self, other):
+        return isinstance(other, _NanKey)
+
+    def __hash__(self):
+        return 0x7FF8
+
+    def __repr__(self):
+        return "NaN"
+
+
+NAN_KEY = _NanKey()
+
+
+class _MaxKey:
+    """Greater than any key element: `prefix + (MAX_KEY,)` bounds all keys with that prefix."""
+
+    __slots__ = ()
+
+    def __lt__(self, other):
+        return False
+
+    def __le__(self, other):
+        return isinstance(other, _MaxKey)
+
+    def __gt__(self, other):
+        return not isinstance(other, _MaxKey)
+
+    def __ge__(self, other):
+        return True
+
+    def __eq__(self, other):
+        return isinstance(other, _MaxKey)
+
+    def __hash__(self):
+        return 0x5EED
+
+    def __repr__(self):
+        return "MAX"
+
+
+MAX_KEY = _MaxKey()
+
+
+def _num_key(v):
+    if type(v) is float and v != v:
+        return NAN_KEY
+    if isinstance(v, decimal.Decimal) and v.is_nan():
+        return NAN_KEY
+    return v
+
+
+def _str_key(v: str) -> bytes:
+    return v.encode("utf-8", "surrogateescape")
+
+
+def _bin_key(v) -> bytes:
+    return bytes(v)
+
+
+def _uuid_key(v: uuid.UUID) -> bytes:
+    return v.bytes
+
+
+def _identity(v):
+    return v
+
+
+# mp_class ranks of tuple_compare.cc
+RANK_NIL, RANK_BOOL, RANK_NUMBER, RANK_STR, RANK_BIN, RANK_UUID = range(6)
+
+
+def scalar_rank(v: Any) -> int:
+    if v is None:
+        return RANK_NIL
+    if isinstance(v, bool):
+        return RANK_BOOL
+    if isinstance(v, (int, float, decimal.Decimal)):
+        return RANK_NUMBER
+    if isinstance(v, str):
+        return RANK_STR
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return RANK_BIN
+    if isinstance(v, uuid.UUID):
+        return RANK_UUID
+    raise TypeError(f"not a scalar: {type(v).__name__}")
+
+
+# ---------------------------------------------------------------------------
+# Collations.
+
+COLLATIONS = {"none": None, "binary": None, "unicode": "unicode", "unicode_ci": "unicode_ci"}
+_CLASS_SPACE, _CLASS_PUNCT, _CLASS_DIGIT, _CLASS_LETTER = "\x01", "\x02", "\x03", "\x04"
+
+
+def _char_class(ch: str) -> str:
+    cat = unicodedata.category(ch)
+    if cat[0] == "Z" or ch in "\t\n\r\x0b\x0c":
+        return _CLASS_SPACE
+    if cat[0] in "PSC":
+        return _CLASS_PUNCT
+    if cat[0] == "N":
+        return _CLASS_DIGIT
+    return _CLASS_LETTER
+
+
+@lru_cache(maxsize=65536)
+def _primary(s: str) -> str:
+    folded = unicodedata.normalize("NFD", s.casefold())
+    out = []
+    for ch in folded:
+        if unicodedata.combining(ch):
+            continue
+        out.append(_char_class(ch))
+        out.append(ch)
+    return "".join(out)
+
+
+def _unicode_ci_key(v: str) -> str:
+    return _primary(v)
+
+
+def _unicode_key(v: str) -> tuple:
+    nfd = unicodedata.normalize("NFD", v)
+    return (_primary(v), nfd.casefold(), nfd.swapcase(), nfd)
+
+
+def collation_key(collation: str | None) -> Callable[[str], Any]:
+    """Key function for strings under a collation name (None: byte-wise)."""
+    if collation is None or collation in ("none", "binary"):
+        return _str_key
+    if collation == "unicode":
+        return _unicode_key
+    if collation == "unicode_ci":
+        return _unicode_ci_key
+    raise ValueError(f"unsupported collation {collation!r}")
+
+
+def _scalar_key_func(str_key: Callable) -> Callable:
+    def key(v):
+        if v is None:
+            return (RANK_NIL,)
+        if v is True or v is False:
+            return (RANK_BOOL, v)
+        if isinstance(v, str):
+            return (RANK_STR, str_key(v))
+        if isinstance(v, (int, float, decimal.Decimal)):
+            return (RANK_NUMBER, _num_key(v))
+        if isinstance(v, (bytes, bytearray, memoryview)):
+            return (RANK_BIN, bytes(v))
+        if isinstance(v, uuid.UUID):
+            return (RANK_UUID, v.bytes)
+        raise TypeError(f"not a scalar: {type(v).__name__}")
+    return key
+
+
+def _nullable(func: Callable) -> Callable:
+    def key(v):
+        return (0,) if v is None else (1, func(v))
+    return key
+
+
+def part_key_func(ftype: FieldType, *, is_nullable: bool = False,
+                  collation: str | None = None) -> Callable[[Any], Any]:
+    """Map a value of an index part to its sort key."""
+    ftype = field_type_by_name(ftype)
+    str_key = collation_key(collation)
+    if ftype is FieldType.SCALAR:
+        return _scalar_key_func(str_key)   # nil already ranks lowest
+    if ftype in (FieldType.UNSIGNED, FieldType.INTEGER, FieldType.BOOLEAN):
+        func = _identity
+    elif ftype in (FieldType.NUMBER, FieldType.DOUBLE, FieldType.DECIMAL):
+        func = _num_key
+    elif ftype is FieldType.STRING:
+        func = str_key
+    elif ftype is FieldType.VARBINARY:
+        func = _bin_key
+    elif ftype is FieldType.UUID:
+        func = _uuid_key
+    else:
+        raise ValueError(f"type {ftype.value!r} cannot be indexed")
+    return _nullable(func) if is_nullable else func
+
+
+def compare(ftype: FieldType, a: Any, b: Any, *, collation: str | None = None) -> int:
+    """-1/0/1 comparison of two values of one index part type (nil allowed)."""
+    func = part_key_func(ftype, is_nullable=True, collation=collation)
+    ka, kb = func(a), func(b)
+    return (ka > kb) - (ka < kb)
+
+
+# ---------------------------------------------------------------------------
+# MsgPack: sizes and the ext types 2.6.0 knows (1 decimal, 2 uuid).
+
+MP_EXT_DECIMAL = 1
+MP_EXT_UUID = 2
+DECIMAL_MAX_DIGITS = 38
+
+
+def decimal_pack(value: decimal.Decimal) -> bytes:
+    """decimal_pack(): scale as a MsgPack int, then packed BCD with a sign nibble."""
+    sign, digits, exponent = value.as_tuple()
+    if not isinstance(exponent, int):
+        raise ValueError("NaN and Infinity cannot be packed as a Tarantool decimal")
+    scale = -exponent
+    head = msgpack.packb(scale)
+    nibbles = list(digits) + [0x0D if sign else 0x0C]
+    if len(nibbles) % 2:
+        nibbles.insert(0, 0)
+    body = bytes((nibbles[i] << 4) | nibbles[i + 1] for i in range(0, len(nibbles), 2))
+    return head + body
+
+
+def decimal_unpack(data: bytes) -> decimal.Decimal:
+    unpacker = msgpack.Unpacker()
+    unpacker.feed(data)
+    scale = unpacker.unpack()
+    rest = data[unpacker.tell():]
+    nibbles = []
+    for b in rest:
+        nibbles.extend((b >> 4, b & 0x0F))
+    sign_nibble = nibbles.pop()
+    digits = tuple(nibbles) or (0,)
+    sign = 1 if sign_nibble in (0x0B, 0x0D) else 0
+    return decimal.Decimal((sign, digits, -scale))
+
+
+def ext_default(value: Any) -> msgpack.ExtType:
+    if isinstance(value, uuid.UUID):
+        return msgpack.ExtType(MP_EXT_UUID, value.bytes)
+    if isinstance(value, decimal.Decimal):
+        return msgpack.ExtType(MP_EXT_DECIMAL, decimal_pack(value))
+    raise TypeError(f"cannot serialize {type(value).__name__}")
+
+
+def ext_hook(code: int, data: bytes) -> Any:
+    if code == MP_EXT_UUID and len(data) == 16:
+        return uuid.UUID(bytes=data)
+    if code == MP_EXT_DECIMAL:
+        return decimal_unpack(data)
+    return msgpack.ExtType(code, data)
+
+
+def packb(value: Any) -> bytes:
+    """MsgPack of a tuple/key/ops as box writes it: str as str, bytes as bin, uuid and
+    decimal as ext types; surrogate-escaped strings come back byte-identical."""
+    return msgpack.packb(value, use_bin_type=True, default=ext_default,
+                         unicode_errors="surrogateescape")
+
+
+def unpackb(data: bytes) -> Any:
+    return msgpack.unpackb(data, raw=False, strict_map_key=False, ext_hook=ext_hook,
+                           unicode_errors="surrogateescape")
+
+
+def _len_header(n: int, fix_limit: int, small: int) -> int:
+    if n < fix_limit:
+        return 1
+    if n <= 0xFF and small:
+        return 2
+    return 3 if n <= 0xFFFF else 5
+
+
+def mp_sizeof(v: Any) -> int:
+    """Size in bytes of the MsgPack encoding of `v` (what bsize() accounts)."""
+    if v is None or isinstance(v, bool):
+        return 1
+    if isinstance(v, int):
+        if v >= 0:
+            return 1 if v < 0x80 else 2 if v <= 0xFF else 3 if v <= 0xFFFF else \
+                5 if v <= 0xFFFFFFFF else 9
+        return 1 if v >= -32 else 2 if v >= -0x80 else 3 if v >= -0x8000 else \
+            5 if v >= -0x80000000 else 9
+    if isinstance(v, float):
+        return 9
+    if isinstance(v, str):
+        n = len(v) if v.isascii() else len(v.encode("utf-8", "surrogateescape"))
+        return n + _len_header(n, 32, 1)
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        n = len(v)
+        return n + (2 if n <= 0xFF else 3 if n <= 0xFFFF else 5)
+    if isinstance(v, (list, tuple)):
+        return _len_header(len(v), 16, 0) + sum(mp_sizeof(x) for x in v)
+    if isinstance(v, dict):
+        return _len_header(len(v), 16, 0) + sum(mp_sizeof(k) + mp_sizeof(x)
+                                                for k, x in v.items())
+    if isinstance(v, uuid.UUID):
+        return 18
+    return len(packb(v))
+

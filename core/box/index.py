@@ -1,0 +1,397 @@
+"""memtx indexes: TREE (ordered, sortedcontainers) and HASH (unique, dict).
+
+Behaviour follows memtx_tree.c / memtx_hash.c / index.cc of 2.6.0:
+
+* TREE iterators: EQ and ALL/GE start at lower_bound(key), GT at upper_bound; REQ and LE
+  at upper_bound minus one, LT at lower_bound minus one, going backwards. EQ and REQ stop at
+  the first tuple whose key prefix differs; ALL with a key behaves as GE (2.6.0 does not
+  stop it). An empty key turns EQ/ALL/GE/GT into a forward full scan and REQ/LT/LE into a
+  backward one.
+* A non-unique TREE orders by key then primary key (memtx's cmp_def). A unique TREE with
+  nullable parts lets any number of keys containing nil coexist (ordered by primary key).
+* HASH: unique only; EQ and GT need a full key, ALL and GT also take an empty key; other
+  iterators raise "does not support requested iterator type". GT returns what follows the
+  key in the table's order, which (as in Tarantool) is arbitrary: here it is insertion order.
+* Iteration is tolerant of changes made meanwhile: like memtx's iterator, each step re-seeks
+  from the last returned entry (the first entry above it going forward, below it going
+  backward), so deleted entries are skipped and new ones found.
+* count(ALL, key) is the index size whatever the key (2.6.0's shortcut).
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Sequence
+
+from sortedcontainers import SortedDict
+
+from spindle.core.box.field_types import MAX_KEY
+from spindle.core.box.key_def import KeyDef, KeyPart, normalize_key
+from spindle.core.iproto.constants import IteratorType
+from spindle.core.iproto.errors import ClientError, ErrorCode
+
+
+class IndexType(str, enum.Enum):
+    TREE = "TREE"
+    HASH = "HASH"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class DupMode(enum.Enum):
+    """dup_replace_mode of memtx."""
+
+    INSERT = 1              # a duplicate is an error
+    REPLACE = 2             # a duplicate must exist (UPDATE: it must be the old tuple)
+    REPLACE_OR_INSERT = 3   # replace a duplicate if any
+
+
+_REVERSE = frozenset({IteratorType.REQ, IteratorType.LT, IteratorType.LE})
+_ITERATOR_NAMES = {it.name: it for it in IteratorType}
+
+
+def iterator_type(value: Any, key_is_empty: bool = False) -> IteratorType:
+    """An IteratorType from a member, an int or a name; None gives the box API default
+    (ALL for an empty key, EQ otherwise)."""
+    if value is None:
+        return IteratorType.ALL if key_is_empty else IteratorType.EQ
+    if isinstance(value, IteratorType):
+        return value
+    if isinstance(value, str):
+        try:
+            return _ITERATOR_NAMES[value.upper()]
+        except KeyError:
+            raise ClientError(ErrorCode.ER_ITERATOR_TYPE, value) from None
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return IteratorType(value)
+        except ValueError:
+            pass
+    raise ClientError(ErrorCode.ER_ILLEGAL_PARAMS, "Invalid iterator type")
+
+
+@dataclass
+class IndexDef:
+    id: int
+    name: str
+    type: IndexType | str = IndexType.TREE
+    parts: Sequence[Any] = field(default_factory=lambda: [KeyPart(0)])
+    unique: bool = True
+
+    def __post_init__(self):
+        self.type = IndexType(str(self.type).upper())
+        self.key_def = self.parts if isinstance(self.parts, KeyDef) else KeyDef(self.parts)
+        self.parts = list(self.key_def.parts)
+
+
+def replace_check_dup(old: Any, dup: Any, mode: DupMode) -> int:
+    """replace_check_dup(): 0 or the error code of a replacement."""
+    if dup is None:
+        if mode is DupMode.REPLACE:
+            return (ErrorCode.ER_CANT_UPDATE_PRIMARY_KEY if old is not None
+                    else ErrorCode.ER_TUPLE_NOT_FOUND)
+    elif dup is not old and (old is not None or mode is DupMode.INSERT):
+        return ErrorCode.ER_TUPLE_FOUND
+    return 0
+
+
+class Index:
+    """Common part of TREE and HASH. `space` supplies the name in errors and the
+    primary key definition for non-unique ordering."""
+
+    type: IndexType
+
+    def __init__(self, space: Any, index_def: IndexDef, pk_def: KeyDef | None = None):
+        self.space = space
+        self.id = index_def.id
+        self.name = index_def.name
+        self.unique = index_def.unique
+        self.key_def = index_def.key_def
+        self.index_def = index_def
+        self.pk_def = pk_def if index_def.id != 0 else None
+
+    # Subclasses: _entry_key, _insert_raw, _delete_raw, _lookup, __len__, _values,
+    # _iterate, _validate_iterator.
+
+    def __repr__(self) -> str:
+        return f"<{self.type.value} index {self.name!r} #{self.id} of {self._space_name()!r}>"
+
+    def _space_name(self) -> str:
+        return getattr(self.space, "name", "?")
+
+    def _error(self, code: int) -> ClientError:
+        return ClientError(code, self.name, self._space_name())
+
+    def unsupported(self, what: str) -> ClientError:
+        engine = getattr(self.space, "engine", "memtx")
+        return ClientError(ErrorCode.ER_UNSUPPORTED_INDEX_FEATURE, self.name,
+                           self.type.value, self._space_name(), engine, what)
+
+    # -- modification ---------------------------------------------------------
+
+    def replace(self, old: Any, new: Any, mode: DupMode) -> Any:
+        """memtx index_replace(): put `new` in place of `old`; returns the tuple that
+        left the index (a duplicate replaced, or `old`). Raises without changing
+        anything when replace_check_dup() refuses."""
+        if new is not None:
+            key = self._entry_key(new)
+            dup = self._lookup(key)
+            code = replace_check_dup(old, dup, mode)
+            if code:
+                raise self._error(code)
+            self._store(key, new)
+            if dup is not None:
+                return dup
+        if old is not None:
+            self._delete_raw(old)
+        return old
+
+    def insert_raw(self, tup: Any) -> None:
+        self._store(self._entry_key(tup), tup)
+
+    def delete_raw(self, tup: Any) -> None:
+        self._delete_raw(tup)
+
+    def build(self, tuples: Sequence[Any]) -> None:
+        """Fill an empty index; a duplicate in a unique index is ER_TUPLE_FOUND."""
+        for tup in tuples:
+            key = self._entry_key(tup)
+            if self._lookup(key) is not None:
+                raise self._error(ErrorCode.ER_TUPLE_FOUND)
+            self._store(key, tup)
+
+    # -- reading --------------------------------------------------------------
+
+    def get(self, key: Any) -> Any:
+        """box_index_get(): exact match on a unique index, or None."""
+        key = normalize_key(key)
+        if not self.unique:
+            raise ClientError(ErrorCode.ER_MORE_THAN_ONE_TUPLE)
+        self.key_def.validate_exact_key(key)
+        return self.find(key)
+
+    def find(self, key: Sequence[Any]) -> Any:
+        """Lookup by a full, already validated key."""
+        return self._lookup(self.key_def.key_sort_key(key))
+
+    def validate_search_key(self, it: IteratorType, key: list) -> None:
+        """key_validate() of index.cc."""
+        n = len(key)
+        if n == 0 and (self.type is IndexType.TREE or it is IteratorType.ALL or
+                       (self.type is IndexType.HASH and it is IteratorType.GT)):
+            return
+        if n > self.key_def.part_count:
+            raise ClientError(ErrorCode.ER_KEY_PART_COUNT, self.key_def.part_count, n)
+        if self.type is not IndexType.TREE and n < self.key_def.part_count:
+            raise ClientError(ErrorCode.ER_PARTIAL_KEY, self.type.value,
+                              self.key_def.part_count, n)
+        self.key_def.validate_key(key)
+
+    def _prepare(self, key: Any, iterator: Any) -> tuple[IteratorType, list]:
+        key = normalize_key(key)
+        it = iterator_type(iterator, not key)
+        self.validate_search_key(it, key)
+        self._validate_iterator(it)
+        return it, key
+
+    def pairs(self, key: Any = None, iterator: Any = None) -> Iterator[Any]:
+        """A lazy iterator; tolerates changes to the index between steps."""
+        it, key = self._prepare(key, iterator)
+        return self._iterate(it, key)
+
+    def select(self, key: Any = None, iterator: Any = None, *, offset: int = 0,
+               limit: int | None = None) -> list:
+        it, key = self._prepare(key, iterator)
+        out = []
+        if limit is not None and limit <= 0:
+            return out
+        for tup in self._iterate(it, key):
+            if offset > 0:
+                offset -= 1
+                continue
+            out.append(tup)
+            if limit is not None and len(out) >= limit:
+                break
+        return out
+
+    def count(self, key: Any = None, iterator: Any = None) -> int:
+        key = normalize_key(key)
+        it = iterator_type(iterator, not key)
+        self.validate_search_key(it, key)
+        if it is IteratorType.ALL:
+            return len(self)
+        self._validate_iterator(it)
+        return sum(1 for _ in self._iterate(it, key))
+
+    def min(self, key: Any = None) -> Any:
+        if self.type is not IndexType.TREE:
+            raise self.unsupported("min()")
+        key = normalize_key(key)
+        self.validate_search_key(IteratorType.GE, key)
+        return next(self._iterate(IteratorType.GE, key), None)
+
+    def max(self, key: Any = None) -> Any:
+        if self.type is not IndexType.TREE:
+            raise self.unsupported("max()")
+        key = normalize_key(key)
+        self.validate_search_key(IteratorType.LE, key)
+        return next(self._iterate(IteratorType.LE, key), None)
+
+    def len(self) -> int:
+        return len(self)
+
+    def bsize(self) -> int:
+        """Approximate memory of the index structure (not of the tuples)."""
+        return len(self) * (8 * (self.key_def.part_count + 2) + 16)
+
+    def tuples(self) -> list:
+        """Every tuple in index order (hash: table order)."""
+        return list(self._values())
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.tuples())
+
+
+class TreeIndex(Index):
+    type = IndexType.TREE
+
+    def __init__(self, space: Any, index_def: IndexDef, pk_def: KeyDef | None = None):
+        super().__init__(space, index_def, pk_def)
+        self._data = SortedDict()
+        kd = self.key_def
+        if index_def.id == 0 or (self.unique and not kd.is_nullable):
+            self._entry_key = kd.tuple_sort_key
+        elif not self.unique:
+            pk = pk_def
+
+            def entry_key(tup):
+                return kd.tuple_sort_key(tup) + pk.tuple_sort_key(tup)
+            self._entry_key = entry_key
+        else:
+            # Unique with nullable parts: a key holding nil never conflicts.
+            pk = pk_def
+
+            def entry_key(tup):
+                key = kd.tuple_sort_key(tup)
+                if kd.tuple_has_null(tup):
+                    return key + pk.tuple_sort_key(tup)
+                return key
+            self._entry_key = entry_key
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def _lookup(self, key: tuple) -> Any:
+        return self._data.get(key)
+
+    def _store(self, key: tuple, tup: Any) -> None:
+        self._data[key] = tup
+
+    def _delete_raw(self, tup: Any) -> None:
+        del self._data[self._entry_key(tup)]
+
+    def _values(self):
+        return self._data.values()
+
+    def clear(self) -> None:
+        self._data.clear()
+
+    def _validate_iterator(self, it: IteratorType) -> None:
+        if it > IteratorType.GT:
+            raise self.unsupported("requested iterator type")
+
+    def _iterate(self, it: IteratorType, key: list) -> Iterator[Any]:
+        data = self._data
+        m = len(key)
+        if m == 0:
+            it = IteratorType.LE if it in _REVERSE else IteratorType.GE
+            prefix: tuple = ()
+        else:
+            prefix = self.key_def.key_sort_key(key)
+        reverse = it in _REVERSE
+        stop_on_mismatch = it in (IteratorType.EQ, IteratorType.REQ)
+        keys = data.keys()
+        # First position.
+        if m == 0:
+            pos = len(data) - 1 if reverse else 0
+        elif it in (IteratorType.ALL, IteratorType.EQ, IteratorType.GE, IteratorType.LT):
+            pos = data.bisect_left(prefix)
+            if it is IteratorType.LT:
+                pos -= 1
+        else:   # GT, REQ, LE: upper bound
+            pos = data.bisect_left(prefix + (MAX_KEY,))
+            if reverse:
+                pos -= 1
+        while 0 <= pos < len(data):
+            current = keys[pos]
+            if stop_on_mismatch and current[:m] != prefix:
+                return
+            yield data[current]
+            # Re-seek from the entry just returned: the index may have changed.
+            if reverse:
+                pos = data.bisect_left(current) - 1
+            else:
+                pos = data.bisect_right(current)
+
+
+class HashIndex(Index):
+    type = IndexType.HASH
+
+    def __init__(self, space: Any, index_def: IndexDef, pk_def: KeyDef | None = None):
+        if not index_def.unique:
+            raise ClientError(ErrorCode.ER_MODIFY_INDEX, index_def.name,
+                              getattr(space, "name", "?"), "HASH index must be unique")
+        super().__init__(space, index_def, pk_def)
+        self._data: dict = {}
+        self._entry_key = self.key_def.tuple_sort_key
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def _lookup(self, key: tuple) -> Any:
+        return self._data.get(key)
+
+    def _store(self, key: tuple, tup: Any) -> None:
+        self._data[key] = tup
+
+    def _delete_raw(self, tup: Any) -> None:
+        del self._data[self._entry_key(tup)]
+
+    def _values(self):
+        return self._data.values()
+
+    def clear(self) -> None:
+        self._data.clear()
+
+    def _validate_iterator(self, it: IteratorType) -> None:
+        if it not in (IteratorType.EQ, IteratorType.ALL, IteratorType.GT):
+            raise self.unsupported("requested iterator type")
+
+    def _iterate(self, it: IteratorType, key: list) -> Iterator[Any]:
+        data = self._data
+        if it is IteratorType.EQ:
+            tup = data.get(self.key_def.key_sort_key(key))
+            if tup is not None:
+                yield tup
+            return
+        if it is IteratorType.GT and key:
+            start = self.key_def.key_sort_key(key)
+            if start not in data:
+                return
+            keys = list(data)
+            idx = keys.index(start) + 1
+        else:
+            keys = list(data)
+            idx = 0
+        # Tolerate changes: skip entries deleted meanwhile.
+        for k in keys[idx:]:
+            tup = data.get(k)
+            if tup is not None:
+                yield tup
+
+
+def make_index(space: Any, index_def: IndexDef, pk_def: KeyDef | None = None) -> Index:
+    if index_def.type is IndexType.HASH:
+        return HashIndex(space, index_def, pk_def)
+    return TreeIndex(space, index_def, pk_def)

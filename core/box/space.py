@@ -1,0 +1,537 @@
+"""A memtx space: tuples, indexes, format checks, DML and its triggers.
+
+DML follows memtx_space.c / space.c of 2.6.0:
+
+* INSERT and REPLACE validate the tuple against the format (field_count, field types of the
+  format and of every index part, nullability, required fields), then replace it in the
+  primary key (INSERT refuses a duplicate) and in every secondary key (where any duplicate
+  in a unique index is ER_TUPLE_FOUND naming that index); a failure leaves no trace.
+* DELETE and UPDATE find the tuple through a unique index by an exact key; a miss returns
+  None (and still logs the request, as 2.6.0 does). UPDATE may not change the primary key.
+  Through a secondary index, the logged request is rebound to the primary key.
+* UPSERT validates its tuple, then inserts it (still checking the operations) or applies
+  the operations to the existing tuple, skipping the failing ones (reported to
+  `Space.log_upsert_error`); if they change the primary key, nothing happens.
+* before_replace triggers get (old, new, space_name, op) and may return: None to keep the
+  new tuple, NULL_TUPLE to drop it (the request becomes DELETE, or NOP), or a tuple to put
+  in its place (the request becomes REPLACE). on_replace triggers get the same arguments
+  after the change, with the (possibly rewritten) request's name.
+
+Tuples are Python tuples; lists given as tuples are converted.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Iterator, Sequence
+
+from spindle.core.box.field_types import (
+    INDEXABLE, FieldType, field_type_by_name, is_compatible, mp_sizeof, type1_contains_type2,
+)
+from spindle.core.box.index import DupMode, Index, IndexDef, IndexType, make_index
+from spindle.core.box.key_def import normalize_key
+from spindle.core.box.txn import Statement, TxnManager
+from spindle.core.box.update import check_ops, update_tuple, upsert_tuple
+from spindle.core.fiber.trigger import TriggerList
+from spindle.core.iproto.constants import GroupId, IprotoType
+from spindle.core.iproto.errors import ClientError, ErrorCode
+from spindle.core.iproto.xrow import DmlRequest
+
+log = logging.getLogger("spindle.box.space")
+
+
+class _NullTuple:
+    """Returned by a before_replace trigger to drop the new tuple (Lua's `return nil`)."""
+
+    _instance = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "NULL_TUPLE"
+
+
+NULL_TUPLE = _NullTuple()
+
+
+class FieldDef:
+    __slots__ = ("name", "type", "is_nullable", "collation")
+
+    def __init__(self, name: str, type: str | FieldType = FieldType.ANY,
+                 is_nullable: bool = False, collation: str | None = None):
+        self.name = name
+        self.type = field_type_by_name(type)
+        self.is_nullable = bool(is_nullable)
+        self.collation = collation
+
+    @classmethod
+    def of(cls, spec: Any) -> "FieldDef":
+        if isinstance(spec, FieldDef):
+            return spec
+        if isinstance(spec, dict):
+            return cls(spec["name"], spec.get("type", FieldType.ANY),
+                       spec.get("is_nullable", False), spec.get("collation"))
+        return cls(*spec)
+
+    def to_dict(self) -> dict:
+        out: dict = {"name": self.name, "type": self.type.value}
+        if self.is_nullable:
+            out["is_nullable"] = True
+        if self.collation is not None:
+            out["collation"] = self.collation
+        return out
+
+
+class Space:
+    def __init__(self, id: int, name: str, engine: str = "memtx", field_count: int = 0,
+                 format: Sequence[Any] | None = None, flags: dict | None = None,
+                 indexes: Sequence[IndexDef] | None = None, *,
+                 txns: TxnManager | None = None):
+        self.id = id
+        self.name = name
+        self.engine = engine
+        self.field_count = field_count
+        self.flags = dict(flags or {})
+        self.txns = txns if txns is not None else TxnManager()
+        self.before_replace = TriggerList()
+        self.on_replace = TriggerList()
+        self.indexes: dict[int, Index] = {}
+        self._bsize = 0
+        self._format: list[FieldDef] = [FieldDef.of(f) for f in (format or [])]
+        self._rebuild_format()
+        for index_def in indexes or ():
+            self.create_index(index_def)
+
+    def __repr__(self) -> str:
+        return f"<Space {self.id} {self.name!r}>"
+
+    # -- options --------------------------------------------------------------
+
+    @property
+    def is_temporary(self) -> bool:
+        return bool(self.flags.get("temporary"))
+
+    @property
+    def is_local(self) -> bool:
+        return self.flags.get("group_id") == GroupId.LOCAL or bool(self.flags.get("is_local"))
+
+    @property
+    def is_sync(self) -> bool:
+        return bool(self.flags.get("is_sync"))
+
+    @property
+    def group_id(self) -> int:
+        return GroupId.LOCAL if self.is_local else GroupId.DEFAULT
+
+    @property
+    def format(self) -> list[dict]:
+        return [f.to_dict() for f in self._format]
+
+    @property
+    def field_names(self) -> dict[str, int]:
+        return self._field_names
+
+    def set_format(self, format: Sequence[Any], field_count: int | None = None) -> None:
+        """Alter the format; every stored tuple must satisfy the new one."""
+        old = (self._format, self.field_count)
+        self._format = [FieldDef.of(f) for f in format]
+        if field_count is not None:
+            self.field_count = field_count
+        try:
+            self._rebuild_format()
+            for tup in self._all_tuples():
+                self.validate_tuple(tup)
+        except ClientError:
+            self._format, self.field_count = old
+            self._rebuild_format()
+            raise
+
+    # -- format ---------------------------------------------------------------
+
+    def _rebuild_format(self, extra: IndexDef | None = None) -> None:
+        """tuple_format_create(): merge format fields with index parts."""
+        types: dict[int, FieldType] = {}
+        nullable: dict[int, bool] = {}
+        key_parts: set[int] = set()
+        for no, f in enumerate(self._format):
+            types[no] = f.type
+            nullable[no] = f.is_nullable
+        defs = [idx.index_def for idx in self.indexes.values()]
+        if extra is not None:
+            defs.append(extra)
+        for index_def in defs:
+            for part in index_def.key_def.parts:
+                no = part.fieldno
+                if no not in nullable:
+                    nullable[no] = part.is_nullable
+                else:
+                    nullable[no] = nullable[no] and part.is_nullable
+                current = types.get(no, FieldType.ANY)
+                if type1_contains_type2(current, part.type):
+                    types[no] = part.type
+                elif not type1_contains_type2(part.type, current):
+                    code = (ErrorCode.ER_INDEX_PART_TYPE_MISMATCH if no in key_parts
+                            else ErrorCode.ER_FORMAT_MISMATCH_INDEX_PART)
+                    raise ClientError(code, str(no + 1), current.value, part.type.value)
+                key_parts.add(no)
+        width = max(list(types) + list(nullable), default=-1) + 1
+        checks = []
+        for no in range(width):
+            ftype = types.get(no, FieldType.ANY)
+            is_nullable = nullable.get(no, True)
+            checks.append(None if ftype is FieldType.ANY else (ftype, is_nullable))
+        while checks and checks[-1] is None:
+            checks.pop()
+        self._checks = checks
+        self._required = sorted(no for no, n in nullable.items() if not n)
+        self._field_names = {f.name: no for no, f in enumerate(self._format)}
+
+    def validate_tuple(self, tup: Any) -> tuple:
+        """Format check of a tuple to store; returns it as a Python tuple."""
+        if not isinstance(tup, (list, tuple)):
+            raise ClientError(ErrorCode.ER_TUPLE_NOT_ARRAY)
+        n = len(tup)
+        if self.field_count and n != self.field_count:
+            raise ClientError(ErrorCode.ER_EXACT_FIELD_COUNT, n, self.field_count)
+        for no, check in enumerate(self._checks[:n]):
+            if check is not None and not is_compatible(check[0], tup[no], check[1]):
+                raise ClientError(ErrorCode.ER_FIELD_TYPE, str(no + 1), check[0].value)
+        for no in self._required:
+            if no >= n:
+                raise ClientError(ErrorCode.ER_FIELD_MISSING, str(no + 1))
+        return tup if type(tup) is tuple else tuple(tup)
+
+    # -- indexes --------------------------------------------------------------
+
+    @property
+    def primary(self) -> Index | None:
+        return self.indexes.get(0)
+
+    def index(self, id_or_name: int | str) -> Index:
+        if isinstance(id_or_name, str):
+            for idx in self.indexes.values():
+                if idx.name == id_or_name:
+                    return idx
+            raise ClientError(ErrorCode.ER_NO_SUCH_INDEX_NAME, id_or_name, self.name)
+        idx = self.indexes.get(id_or_name)
+        if idx is None:
+            raise ClientError(ErrorCode.ER_NO_SUCH_INDEX_ID, id_or_name, self.name)
+        return idx
+
+    def _unique_index(self, index_id: int) -> Index:
+        idx = self.index(index_id)
+        if not idx.unique:
+            raise ClientError(ErrorCode.ER_MORE_THAN_ONE_TUPLE)
+        return idx
+
+    def create_index(self, index_def: IndexDef) -> Index:
+        """Add an index, built from the primary key's tuples (the memory part of an
+        _index insert)."""
+        if index_def.id in self.indexes:
+            raise ClientError(ErrorCode.ER_INDEX_EXISTS, index_def.name)
+        if any(idx.name == index_def.name for idx in self.indexes.values()):
+            raise ClientError(ErrorCode.ER_INDEX_EXISTS_IN_SPACE, index_def.name, self.name)
+        for part in index_def.key_def.parts:
+            if part.type not in INDEXABLE:
+                raise ClientError(ErrorCode.ER_MODIFY_INDEX, index_def.name, self.name,
+                                  f"field type '{part.type.value}' is not supported")
+        pk = self.primary
+        if index_def.id == 0:
+            if not index_def.unique:
+                raise ClientError(ErrorCode.ER_MODIFY_INDEX, index_def.name, self.name,
+                                  "primary key must be unique")
+            if index_def.key_def.is_nullable:
+                raise ClientError(ErrorCode.ER_NULLABLE_PRIMARY, self.name)
+        elif pk is None:
+            raise ClientError(ErrorCode.ER_ALTER_SPACE, self.name,
+                              "can not add a secondary key before primary")
+        if index_def.type is IndexType.HASH and index_def.key_def.is_nullable:
+            raise ClientError(ErrorCode.ER_UNSUPPORTED, "HASH", "nullable parts")
+        index = make_index(self, index_def, pk.key_def if pk is not None else None)
+        previous = (self._checks, self._required)
+        self._rebuild_format(extra=index_def)
+        try:
+            tuples = self._all_tuples()
+            for tup in tuples:
+                self.validate_tuple(tup)
+            index.build(tuples)
+        except ClientError:
+            self._checks, self._required = previous
+            raise
+        self.indexes[index_def.id] = index
+        self.indexes = dict(sorted(self.indexes.items()))
+        return index
+
+    def drop_index(self, index_id: int) -> None:
+        index = self.index(index_id)
+        if index_id == 0:
+            if len(self.indexes) > 1:
+                raise ClientError(ErrorCode.ER_DROP_PRIMARY_KEY, self.name)
+            self._bsize = 0
+        del self.indexes[index_id]
+        self._rebuild_format()
+
+    def _all_tuples(self) -> list:
+        pk = self.primary
+        return pk.tuples() if pk is not None else []
+
+    # -- reading --------------------------------------------------------------
+
+    def get(self, key: Any, index_id: int | str = 0) -> Any:
+        return self.index(index_id).get(key)
+
+    def select(self, key: Any = None, index_id: int | str = 0, iterator: Any = None, *,
+               offset: int = 0, limit: int | None = None) -> list:
+        return self.index(index_id).select(key, iterator, offset=offset, limit=limit)
+
+    def pairs(self, key: Any = None, index_id: int | str = 0,
+              iterator: Any = None) -> Iterator[Any]:
+        return self.index(index_id).pairs(key, iterator)
+
+    def count(self, key: Any = None, index_id: int | str = 0, iterator: Any = None) -> int:
+        return self.index(index_id).count(key, iterator)
+
+    def len(self) -> int:
+        return len(self.index(0))
+
+    def __len__(self) -> int:
+        pk = self.primary
+        return 0 if pk is None else len(pk)
+
+    def bsize(self) -> int:
+        """Bytes of tuple data (MsgPack), as space:bsize() counts."""
+        return self._bsize
+
+    # -- DML entry points -----------------------------------------------------
+
+    def _request(self, type: int, **fields: Any) -> DmlRequest:
+        return DmlRequest(type=type, space_id=self.id, **fields)
+
+    def insert(self, tup: Sequence[Any]) -> tuple:
+        return self.txns.execute(self, self._request(IprotoType.INSERT, tuple=tup))
+
+    def replace(self, tup: Sequence[Any]) -> tuple:
+        return self.txns.execute(self, self._request(IprotoType.REPLACE, tuple=tup))
+
+    def delete(self, key: Any, index_id: int = 0) -> tuple | None:
+        return self.txns.execute(self, self._request(
+            IprotoType.DELETE, index_id=index_id, key=normalize_key(key)))
+
+    def update(self, key: Any, ops: Any, index_id: int = 0, index_base: int = 1) -> tuple | None:
+        return self.txns.execute(self, self._request(
+            IprotoType.UPDATE, index_id=index_id, key=normalize_key(key), ops=ops,
+            index_base=index_base))
+
+    def upsert(self, tup: Sequence[Any], ops: Any, index_base: int = 1) -> None:
+        return self.txns.execute(self, self._request(
+            IprotoType.UPSERT, tuple=tup, ops=ops, index_base=index_base))
+
+    def execute_request(self, request: DmlRequest) -> Any:
+        """Run a decoded IPROTO DML request (applier, recovery, the network)."""
+        return self.txns.execute(self, request)
+
+    def truncate(self) -> list:
+        """The memory part of truncation: empty every index; returns the removed tuples
+        in primary key order (the caller owns logging and undo via _truncate)."""
+        removed = self._all_tuples()
+        for idx in self.indexes.values():
+            idx.clear()
+        self._bsize = 0
+        return removed
+
+    # -- execution -------------------------------------------------------------
+
+    def execute_stmt(self, stmt: Statement) -> Any:
+        """Run a statement inside its transaction (called by TxnManager.execute)."""
+        if len(self.before_replace):
+            self._run_before_replace(stmt)
+        request = stmt.request
+        rtype = request.type
+        if self.engine == "blackhole":
+            return self._execute_blackhole(stmt)
+        if rtype in (IprotoType.INSERT, IprotoType.REPLACE):
+            new = self.validate_tuple(request.tuple)
+            mode = DupMode.INSERT if rtype == IprotoType.INSERT else DupMode.REPLACE_OR_INSERT
+            stmt.old_tuple = self._replace_all(None, new, mode)
+            stmt.new_tuple = new
+            return new
+        if rtype == IprotoType.DELETE:
+            index, key = self._find_by_key(request)
+            old = index.find(key)
+            if old is not None:
+                stmt.old_tuple = self._replace_all(old, None, DupMode.REPLACE_OR_INSERT)
+                self._rebind(stmt, old)
+            return old
+        if rtype == IprotoType.UPDATE:
+            index, key = self._find_by_key(request)
+            old = index.find(key)
+            if old is None:
+                return None
+            new = update_tuple(old, request.ops, index_base=request.index_base,
+                               field_names=self._field_names)
+            new = self.validate_tuple(new)
+            stmt.old_tuple = self._replace_all(old, new, DupMode.REPLACE)
+            stmt.new_tuple = new
+            self._rebind(stmt, new)
+            return new
+        if rtype == IprotoType.UPSERT:
+            self._execute_upsert(stmt)
+            return None
+        if rtype == IprotoType.NOP:
+            return None
+        raise ClientError(ErrorCode.ER_UNKNOWN_REQUEST_TYPE, rtype)
+
+    def _find_by_key(self, request: DmlRequest) -> tuple[Index, list]:
+        index = self._unique_index(request.index_id)
+        key = normalize_key(request.key)
+        index.key_def.validate_exact_key(key)
+        return index, key
+
+    def _rebind(self, stmt: Statement, found: tuple) -> None:
+        """request_rebind_to_primary_key(): log secondary-key requests by primary key."""
+        request = stmt.request
+        if request.index_id != 0:
+            stmt.request = DmlRequest(type=request.type, space_id=request.space_id,
+                                      index_base=request.index_base,
+                                      key=self.primary.key_def.extract_key(found),
+                                      ops=request.ops)
+
+    def _execute_upsert(self, stmt: Statement) -> None:
+        request = stmt.request
+        tup = self.validate_tuple(request.tuple)
+        pk = self._unique_index(0)
+        old = pk.find(pk.key_def.extract_key(tup))
+        if old is None:
+            check_ops(request.ops, index_base=request.index_base,
+                      field_names=self._field_names)
+            new = tup
+        else:
+            new = upsert_tuple(old, request.ops, index_base=request.index_base,
+                               field_names=self._field_names, on_error=self.log_upsert_error)
+            new = self.validate_tuple(new)
+            if pk.key_def.compare(old, new) != 0:
+                self.log_upsert_error(ClientError(ErrorCode.ER_CANT_UPDATE_PRIMARY_KEY,
+                                                  pk.name, self.name))
+                return
+        stmt.old_tuple = self._replace_all(old, new, DupMode.REPLACE_OR_INSERT)
+        stmt.new_tuple = new
+
+    def log_upsert_error(self, err: ClientError) -> None:
+        log.error("UPSERT operation failed: %s", err)
+
+    def _execute_blackhole(self, stmt: Statement) -> Any:
+        request = stmt.request
+        if request.type not in (IprotoType.INSERT, IprotoType.REPLACE):
+            raise ClientError(ErrorCode.ER_UNSUPPORTED, "Blackhole",
+                              f"{IprotoType(request.type).name.lower()}()")
+        stmt.new_tuple = self.validate_tuple(request.tuple)
+        return stmt.new_tuple
+
+    # -- index maintenance ----------------------------------------------------
+
+    def _replace_all(self, old: Any, new: Any, mode: DupMode) -> Any:
+        """memtx_space_replace_all_keys(): all-or-nothing across indexes; returns the
+        tuple that left the space (old, or a replaced duplicate)."""
+        indexes = list(self.indexes.values())
+        if not indexes or indexes[0].id != 0:
+            raise ClientError(ErrorCode.ER_NO_SUCH_INDEX_ID, 0, self.name)
+        pk = indexes[0]
+        displaced = pk.replace(old, new, mode)
+        done = [pk]
+        try:
+            for idx in indexes[1:]:
+                idx.replace(displaced, new, DupMode.INSERT)
+                done.append(idx)
+        except BaseException:
+            for idx in reversed(done):
+                if new is not None:
+                    idx.delete_raw(new)
+                if displaced is not None:
+                    idx.insert_raw(displaced)
+            raise
+        self._account(displaced, new)
+        return displaced
+
+    def undo(self, old: Any, new: Any) -> None:
+        """Put `old` back where `new` is, in every index (statement rollback)."""
+        if self.engine == "blackhole" or (old is None and new is None):
+            return
+        for idx in self.indexes.values():
+            if new is not None:
+                idx.delete_raw(new)
+            if old is not None:
+                idx.insert_raw(old)
+        self._account(new, old)
+
+    def _account(self, removed: Any, added: Any) -> None:
+        if removed is not None:
+            self._bsize -= mp_sizeof(removed)
+        if added is not None:
+            self._bsize += mp_sizeof(added)
+
+    # -- before_replace ---------------------------------------------------------
+
+    def _run_before_replace(self, stmt: Statement) -> None:
+        """space_before_replace(): compute old/new, run the triggers, rewrite the request
+        if they changed the result."""
+        request = stmt.request
+        rtype = request.type
+        pk = self.primary
+        old = None
+        if rtype in (IprotoType.UPDATE, IprotoType.DELETE):
+            index, key = self._find_by_key(request)
+            old = index.find(key)
+        elif rtype in (IprotoType.INSERT, IprotoType.REPLACE, IprotoType.UPSERT):
+            if pk is not None:
+                if not isinstance(request.tuple, (list, tuple)):
+                    raise ClientError(ErrorCode.ER_TUPLE_NOT_ARRAY)
+                key = pk.key_def.extract_key(request.tuple)
+                pk.key_def.validate_exact_key(key)
+                old = pk.find(key)
+        else:
+            return
+        if rtype in (IprotoType.INSERT, IprotoType.REPLACE):
+            new = tuple(request.tuple)
+        elif rtype == IprotoType.UPDATE:
+            if old is None:
+                return
+            new = update_tuple(old, request.ops, index_base=request.index_base,
+                               field_names=self._field_names)
+        elif rtype == IprotoType.DELETE:
+            if old is None:
+                return
+            new = None
+        elif old is None:   # UPSERT that inserts
+            new = tuple(request.tuple)
+            check_ops(request.ops, index_base=request.index_base, field_names=self._field_names)
+        else:
+            new = upsert_tuple(old, request.ops, index_base=request.index_base,
+                               field_names=self._field_names, on_error=self.log_upsert_error)
+        result = new
+        op = IprotoType(rtype).name
+        for trigger in self.before_replace:
+            ret = trigger(old, result, self.name, op)
+            if ret is None:
+                continue
+            if ret is NULL_TUPLE:
+                result = None
+            elif isinstance(ret, (tuple, list)):
+                result = ret if type(ret) is tuple else tuple(ret)
+            else:
+                raise ClientError(ErrorCode.ER_BEFORE_REPLACE_RET, type(ret).__name__)
+        if result is new:
+            return
+        if (pk is not None and old is not None and result is not None
+                and pk.key_def.compare(old, result) != 0):
+            raise ClientError(ErrorCode.ER_CANT_UPDATE_PRIMARY_KEY, pk.name, self.name)
+        stmt.request = self._request_from_tuple(old, result)
+
+    def _request_from_tuple(self, old: Any, new: Any) -> DmlRequest:
+        """request_create_from_tuple()."""
+        if old is new:
+            return DmlRequest(type=IprotoType.NOP, space_id=self.id)
+        if new is None:
+            return self._request(IprotoType.DELETE, key=self.primary.key_def.extract_key(old))
+        return self._request(IprotoType.REPLACE, tuple=new)

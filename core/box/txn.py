@@ -1,0 +1,341 @@
+"""Transactions of the in-memory engine, and the small `Engine` glue.
+
+Facts from src/box/txn.c and box.cc of 2.6.0:
+
+* Every DML statement runs inside a transaction: an explicit one (`begin`) or an
+  automatic one that commits right after the statement. A failed statement is rolled
+  back alone (its index changes and those of statements nested in its triggers); the
+  explicit transaction stays open.
+* After a statement executes, its redo row is built (unless the space is temporary) and
+  the space's on_replace triggers run (if the statement changed anything); a trigger
+  error rolls the statement back.
+* The row logs the request as it arrived (UPDATE with key and operations, UPSERT with
+  tuple and operations...); UPDATE/DELETE through a secondary index are rebound to the
+  primary key once the tuple is found; a before_replace trigger that changed the result
+  turns the request into REPLACE/DELETE, or NOP when nothing is left to do. Rows of
+  `is_local` spaces carry GROUP_ID 1; when such a row ends a transaction that also has
+  replicated rows, a NOP row (group 0) is appended to keep the boundary replicable.
+* Commit detaches the transaction from the fiber, hands the rows to the journal (which
+  may block the fiber, or raise: then everything is undone and the error propagates),
+  then runs on_commit triggers. Rollback undoes every statement in reverse order and runs
+  on_rollback triggers.
+* A memtx transaction interrupted by a fiber yield is aborted: `abort_on_yield()` undoes
+  it, and its next statement or commit fails with ER_TRANSACTION_YIELD.
+
+Not modelled: cascading rollback of later transactions that read uncommitted data of a
+transaction whose journal write failed (2.6.0 rolls those back too).
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+from typing import Any, Callable, Hashable
+
+from spindle.core.box.field_types import packb
+from spindle.core.fiber.trigger import TriggerList
+from spindle.core.iproto.constants import GroupId, IprotoType
+from spindle.core.iproto.errors import ClientError, ErrorCode
+from spindle.core.iproto.xrow import DmlRequest, MsgpackRaw, XRow, encode_dml_body
+
+log = logging.getLogger("spindle.box.txn")
+
+Journal = Callable[[list[XRow]], None]
+
+OP_NAMES = {IprotoType.INSERT: "INSERT", IprotoType.REPLACE: "REPLACE",
+            IprotoType.UPDATE: "UPDATE", IprotoType.DELETE: "DELETE",
+            IprotoType.UPSERT: "UPSERT", IprotoType.NOP: "NOP"}
+
+
+def _raw(value: Any) -> MsgpackRaw | None:
+    return None if value is None else MsgpackRaw(packb(value))
+
+
+def request_row(request: DmlRequest, group_id: int = 0) -> XRow:
+    """The redo row of a DML request (no LSN: the journal assigns it)."""
+    if request.type == IprotoType.NOP:
+        return XRow(type=IprotoType.NOP, group_id=group_id)
+    body = encode_dml_body(request.type, request.space_id, index_id=request.index_id,
+                           index_base=request.index_base, key=_raw(request.key),
+                           tuple=_raw(request.tuple), ops=_raw(request.ops))
+    return XRow(type=request.type, body=body, group_id=group_id)
+
+
+class Statement:
+    """One statement: the tuples it removed/added (for undo) and the request to log."""
+
+    __slots__ = ("space", "old_tuple", "new_tuple", "request", "row")
+
+    def __init__(self, space: Any, request: DmlRequest):
+        self.space = space
+        self.request = request
+        self.old_tuple: Any = None
+        self.new_tuple: Any = None
+        self.row: XRow | None = None
+
+    def __repr__(self) -> str:
+        return (f"Statement({OP_NAMES.get(self.request.type, self.request.type)} "
+                f"{getattr(self.space, 'name', '?')}: {self.old_tuple!r} -> {self.new_tuple!r})")
+
+    def undo(self) -> None:
+        self.space.undo(self.old_tuple, self.new_tuple)
+
+
+class Savepoint:
+    __slots__ = ("txn", "position")
+
+    def __init__(self, txn: "Txn", position: int):
+        self.txn = txn
+        self.position = position
+
+
+class Txn:
+    _ids = itertools.count(1)
+
+    def __init__(self, autocommit: bool = False):
+        self.id = next(Txn._ids)
+        self.autocommit = autocommit
+        self.statements: list[Statement] = []
+        self.savepoints: list[Savepoint] = []
+        self.on_commit = TriggerList()
+        self.on_rollback = TriggerList()
+        self.depth = 0                  # statements being executed (nested via triggers)
+        self.aborted_by_yield = False
+        self.status = "active"          # active, committing, committed, rolled back
+
+    def __repr__(self) -> str:
+        return f"<Txn {self.id} {self.status} {len(self.statements)} stmts>"
+
+    @property
+    def is_sync(self) -> bool:
+        return any(getattr(s.space, "is_sync", False) for s in self.statements)
+
+    def rows(self) -> list[XRow]:
+        """The journal entry: rows of the statements in order (+ the NOP that closes a
+        transaction ending with local rows but having replicated ones)."""
+        rows = [s.row for s in self.statements if s.row is not None]
+        local = sum(1 for r in rows if r.group_id == GroupId.LOCAL)
+        if local and local != len(rows) and rows[-1].group_id == GroupId.LOCAL:
+            rows.append(XRow(type=IprotoType.NOP, group_id=GroupId.DEFAULT))
+        return rows
+
+    def rollback_to(self, position: int) -> None:
+        """Undo statements from `position` on, newest first."""
+        while len(self.statements) > position:
+            self.statements.pop().undo()
+        self.savepoints = [sp for sp in self.savepoints if sp.position <= position]
+
+
+class TxnManager:
+    """Per-fiber transactions. `fiber_key()` names the running fiber (default: one
+    context); `journal(rows)` persists a commit."""
+
+    def __init__(self, journal: Journal | None = None,
+                 fiber_key: Callable[[], Hashable] | None = None):
+        self.journal = journal
+        self.fiber_key = fiber_key or (lambda: None)
+        self._txns: dict[Hashable, Txn] = {}
+
+    # -- lookup ---------------------------------------------------------------
+
+    @property
+    def current(self) -> Txn | None:
+        return self._txns.get(self.fiber_key())
+
+    def is_in_txn(self) -> bool:
+        return self.current is not None
+
+    def txn_id(self) -> int | None:
+        txn = self.current
+        return None if txn is None else txn.id
+
+    def _require(self) -> Txn:
+        txn = self.current
+        if txn is None:
+            raise ClientError(ErrorCode.ER_NO_TRANSACTION)
+        return txn
+
+    # -- explicit transactions ------------------------------------------------
+
+    def begin(self) -> Txn:
+        if self.current is not None:
+            raise ClientError(ErrorCode.ER_ACTIVE_TRANSACTION)
+        txn = Txn()
+        self._txns[self.fiber_key()] = txn
+        return txn
+
+    def commit(self) -> None:
+        txn = self.current
+        if txn is None:
+            return
+        if txn.depth:
+            raise ClientError(ErrorCode.ER_COMMIT_IN_SUB_STMT)
+        self._commit(txn)
+
+    def rollback(self) -> None:
+        txn = self.current
+        if txn is None:
+            return
+        if txn.depth:
+            raise ClientError(ErrorCode.ER_ROLLBACK_IN_SUB_STMT)
+        self._rollback(txn)
+
+    def savepoint(self) -> Savepoint:
+        txn = self._require()
+        sp = Savepoint(txn, len(txn.statements))
+        txn.savepoints.append(sp)
+        return sp
+
+    def rollback_to_savepoint(self, sp: Savepoint) -> None:
+        txn = self.current
+        if txn is None or sp.txn is not txn or sp not in txn.savepoints:
+            raise ClientError(ErrorCode.ER_NO_SUCH_SAVEPOINT)
+        if txn.depth:
+            raise ClientError(ErrorCode.ER_ROLLBACK_IN_SUB_STMT)
+        txn.rollback_to(sp.position)
+        # Savepoints made after `sp` are gone; `sp` itself stays usable.
+        txn.savepoints = txn.savepoints[:txn.savepoints.index(sp) + 1]
+
+    def on_commit(self, trigger: Callable, old: Callable | None = None) -> Callable | None:
+        return self._require().on_commit.replace(old, trigger)
+
+    def on_rollback(self, trigger: Callable, old: Callable | None = None) -> Callable | None:
+        return self._require().on_rollback.replace(old, trigger)
+
+    def atomic(self, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        """box.atomic(): run `fn` in a transaction, commit it or roll it back."""
+        self.begin()
+        try:
+            result = fn(*args, **kwargs)
+        except BaseException:
+            self.rollback()
+            raise
+        self.commit()
+        return result
+
+    def abort_on_yield(self) -> None:
+        """The running fiber yields: an active memtx transaction is aborted."""
+        txn = self.current
+        if txn is None or txn.status != "active" or txn.autocommit or txn.aborted_by_yield:
+            return
+        txn.rollback_to(0)
+        txn.aborted_by_yield = True
+
+    # -- statements -----------------------------------------------------------
+
+    def execute(self, space: Any, request: DmlRequest) -> Any:
+        """Run one DML statement of `space` (called by Space)."""
+        txn = self.current
+        autocommit = txn is None
+        if autocommit:
+            txn = Txn(autocommit=True)
+            self._txns[self.fiber_key()] = txn
+        elif txn.aborted_by_yield:
+            raise ClientError(ErrorCode.ER_TRANSACTION_YIELD)
+        position = len(txn.statements)
+        stmt = Statement(space, request)
+        txn.statements.append(stmt)
+        txn.depth += 1
+        try:
+            result = space.execute_stmt(stmt)
+            self._commit_stmt(stmt)
+        except BaseException:
+            txn.depth -= 1
+            txn.rollback_to(position)
+            if autocommit:
+                self._rollback(txn)
+            raise
+        txn.depth -= 1
+        if autocommit:
+            self._commit(txn)
+        return result
+
+    def _commit_stmt(self, stmt: Statement) -> None:
+        space = stmt.space
+        if not space.is_temporary:
+            stmt.row = request_row(stmt.request, space.group_id)
+        if (stmt.old_tuple is not None or stmt.new_tuple is not None) and len(space.on_replace):
+            op = OP_NAMES.get(stmt.request.type, str(stmt.request.type))
+            space.on_replace.run(stmt.old_tuple, stmt.new_tuple, space.name, op)
+
+    # -- completion -----------------------------------------------------------
+
+    def _detach(self, txn: Txn) -> None:
+        key = self.fiber_key()
+        if self._txns.get(key) is txn:
+            del self._txns[key]
+
+    def _commit(self, txn: Txn) -> None:
+        if txn.aborted_by_yield:
+            self._rollback(txn)
+            raise ClientError(ErrorCode.ER_TRANSACTION_YIELD)
+        self._detach(txn)
+        txn.status = "committing"
+        rows = txn.rows()
+        if rows and self.journal is not None:
+            try:
+                self.journal(rows)
+            except BaseException:
+                self._finish_rollback(txn)
+                raise
+        txn.status = "committed"
+        self._run_triggers(txn.on_commit, txn, "on_commit")
+
+    def _rollback(self, txn: Txn) -> None:
+        self._detach(txn)
+        self._finish_rollback(txn)
+
+    def _finish_rollback(self, txn: Txn) -> None:
+        txn.rollback_to(0)
+        txn.status = "rolled back"
+        self._run_triggers(txn.on_rollback, txn, "on_rollback")
+
+    @staticmethod
+    def _run_triggers(triggers: TriggerList, txn: Txn, what: str) -> None:
+        # 2.6.0 cannot undo a commit or a rollback: a failing trigger is only logged.
+        for trigger in triggers:
+            try:
+                trigger(txn)
+            except Exception:
+                log.exception("%s trigger failed", what)
+
+
+class Engine:
+    """The memtx engine of one instance: spaces by id and name, and their transactions."""
+
+    def __init__(self, journal: Journal | None = None,
+                 fiber_key: Callable[[], Hashable] | None = None):
+        self.txns = TxnManager(journal, fiber_key)
+        self.spaces: dict[int, Any] = {}
+        self._by_name: dict[str, Any] = {}
+
+    def create_space(self, id: int, name: str, **options: Any) -> Any:
+        from spindle.core.box.space import Space
+        if id in self.spaces or name in self._by_name:
+            raise ClientError(ErrorCode.ER_SPACE_EXISTS, name)
+        space = Space(id, name, txns=self.txns, **options)
+        self.spaces[id] = space
+        self._by_name[name] = space
+        return space
+
+    def drop_space(self, id_or_name: int | str) -> None:
+        space = self.space(id_or_name)
+        del self.spaces[space.id]
+        del self._by_name[space.name]
+
+    def rename_space(self, id_or_name: int | str, new_name: str) -> None:
+        space = self.space(id_or_name)
+        del self._by_name[space.name]
+        space.name = new_name
+        self._by_name[new_name] = space
+
+    def space(self, id_or_name: int | str) -> Any:
+        space = (self._by_name.get(id_or_name) if isinstance(id_or_name, str)
+                 else self.spaces.get(id_or_name))
+        if space is None:
+            raise ClientError(ErrorCode.ER_NO_SUCH_SPACE, str(id_or_name))
+        return space
+
+    def find_space(self, id_or_name: int | str) -> Any | None:
+        if isinstance(id_or_name, str):
+            return self._by_name.get(id_or_name)
+        return self.spaces.get(id_or_name)

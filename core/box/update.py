@@ -1,0 +1,322 @@
+"""UPDATE / UPSERT operations with Tarantool 2.6.0's semantics and messages.
+
+Facts from src/box/xrow_update*.c of the 2.6.0 tag, checked against the binary:
+
+* All operations are decoded and checked first (`decode_ops`); only then applied in order.
+  Errors while decoding name the operation by its 1-based position (#N).
+* Field numbers are `index_base`-based (box's Lua API uses 1, raw IPROTO may use 0);
+  negative numbers count from the end (-1 is the last field; for '!' -1 appends).
+  A field may also be named through the space format, or written as "[N]" (1-based).
+* '=' on field n+1 appends; '!' inserts before the field (n+1 appends); '#' deletes up to
+  `count` fields; '+' '-' work on numbers (int96 arithmetic, overflow outside
+  [-2^63, 2^64-1] is ER_UPDATE_INTEGER_OVERFLOW; a float operand makes the result a
+  double; a decimal operand a decimal); '&' '|' '^' on unsigned integers; ':' splices
+  strings by *byte* offsets.
+* A field may be the target of at most one arithmetic/bit/splice operation ('=' may
+  override anything): "double update of the same field" otherwise.
+* UPSERT applies the operations skipping the ones that fail with a ClientError (2.6.0
+  logs them with say_error); malformed operations still fail the whole request.
+
+Not supported: JSON paths into nested fields (e.g. 'a.b', '[2][1]'), which 2.6.0 can
+update; they raise ER_UNSUPPORTED. Floats that Tarantool would store as MsgPack float32
+are plain Python floats here (same value).
+"""
+from __future__ import annotations
+
+import decimal
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from spindle.core.box.field_types import INT64_MIN, UINT64_MAX, is_uint
+from spindle.core.iproto.errors import ClientError, ErrorCode
+
+UPDATE_OP_COUNT_MAX = 4000
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+_ARG_COUNT = {"=": 3, "!": 3, "+": 3, "-": 3, "&": 3, "|": 3, "^": 3, ":": 5, "#": 3}
+_DECIMAL_CONTEXT = decimal.Context(prec=38, Emax=10 ** 6, Emin=-10 ** 6,
+                                   traps=[decimal.Overflow, decimal.InvalidOperation])
+_BRACKET_NUM = re.compile(r"^\[\s*(-?\d+)\s*\]$")
+
+
+@dataclass
+class UpdateOp:
+    opcode: str
+    field_no: int              # 0-based, or negative (from the end)
+    name: str | None           # the path as given, when the field was named by a string
+    args: tuple                # decoded arguments
+
+    def field_str(self) -> str:
+        """xrow_update_op_field_str(): how messages name the field."""
+        if self.name is not None:
+            return f"'{self.name}'"
+        return str(self.field_no + 1 if self.field_no >= 0 else self.field_no)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_int32(v: Any) -> bool:
+    return _is_int(v) and INT32_MIN <= v <= INT32_MAX
+
+
+def _arg_type_error(op: UpdateOp, needed: str) -> ClientError:
+    return ClientError(ErrorCode.ER_UPDATE_ARG_TYPE, op.opcode, op.field_str(), needed)
+
+
+def _update_field_error(op: UpdateOp, reason: str) -> ClientError:
+    return ClientError(ErrorCode.ER_UPDATE_FIELD, op.field_str(), reason)
+
+
+def _no_such_field(op: UpdateOp) -> ClientError:
+    if op.name is None:
+        return ClientError(ErrorCode.ER_NO_SUCH_FIELD_NO,
+                           op.field_no + (1 if op.field_no >= 0 else 0))
+    return ClientError(ErrorCode.ER_NO_SUCH_FIELD_NAME, op.field_str())
+
+
+def _is_arith_value(v: Any) -> bool:
+    return ((_is_int(v) and INT64_MIN <= v <= UINT64_MAX)
+            or isinstance(v, (float, decimal.Decimal)))
+
+
+def _decode_field(op_num: int, raw: Any, index_base: int,
+                  field_names: Mapping[str, int] | None) -> tuple[int, str | None]:
+    if _is_int(raw):
+        if not _is_int32(raw):
+            # 2.6.0 prints a stale field number here; we print the value given.
+            raise ClientError(ErrorCode.ER_UPDATE_ARG_TYPE, "?", str(raw), "an integer")
+        if raw - index_base >= 0:
+            return raw - index_base, None
+        if raw < 0:
+            return raw, None
+        raise ClientError(ErrorCode.ER_NO_SUCH_FIELD_NO, raw)
+    if isinstance(raw, str):
+        if field_names and raw in field_names:
+            return field_names[raw], raw
+        m = _BRACKET_NUM.match(raw)
+        if m:
+            return int(m.group(1)) - 1, raw
+        head = re.split(r"[.\[]", raw, maxsplit=1)[0]
+        if head != raw and (head in (field_names or {}) or raw.startswith("[")):
+            raise ClientError(ErrorCode.ER_UNSUPPORTED, "Spindle", "JSON path updates")
+        raise ClientError(ErrorCode.ER_NO_SUCH_FIELD_NAME, raw)
+    raise ClientError(ErrorCode.ER_ILLEGAL_PARAMS, "field id must be a number or a string")
+
+
+def decode_ops(ops: Any, *, index_base: int = 1,
+               field_names: Mapping[str, int] | None = None) -> list[UpdateOp]:
+    """xrow_update_read_ops(): validate and decode every operation."""
+    if not isinstance(ops, (list, tuple)):
+        raise ClientError(ErrorCode.ER_ILLEGAL_PARAMS,
+                          "update operations must be an array {{op,..}, {op,..}}")
+    if len(ops) > UPDATE_OP_COUNT_MAX:
+        raise ClientError(ErrorCode.ER_ILLEGAL_PARAMS, "too many operations for update")
+    decoded = []
+    for op_num, raw_op in enumerate(ops, 1):
+        decoded.append(_decode_op(op_num, raw_op, index_base, field_names))
+    return decoded
+
+
+def _decode_op(op_num: int, raw_op: Any, index_base: int,
+               field_names: Mapping[str, int] | None) -> UpdateOp:
+    if not isinstance(raw_op, (list, tuple)):
+        raise ClientError(ErrorCode.ER_ILLEGAL_PARAMS, "update operation must be an array {op,..}")
+    if len(raw_op) < 1:
+        raise ClientError(ErrorCode.ER_ILLEGAL_PARAMS,
+                          "update operation must be an array {op,..}, got empty array")
+    opcode = raw_op[0]
+    if not isinstance(opcode, str):
+        raise ClientError(ErrorCode.ER_ILLEGAL_PARAMS, "update operation name must be a string")
+    if opcode not in _ARG_COUNT:
+        raise ClientError(ErrorCode.ER_UNKNOWN_UPDATE_OP, op_num, f'"{opcode}"')
+    expected = _ARG_COUNT[opcode]
+    if len(raw_op) != expected:
+        raise ClientError(ErrorCode.ER_UNKNOWN_UPDATE_OP, op_num,
+                          f"wrong number of arguments, expected {expected}, got {len(raw_op)}")
+    field_no, name = _decode_field(op_num, raw_op[1], index_base, field_names)
+    op = UpdateOp(opcode, field_no, name, ())
+    args = raw_op[2:]
+    if opcode in "=!":
+        op.args = (args[0],)
+    elif opcode == "#":
+        count = args[0]
+        if not is_uint(count):
+            raise _arg_type_error(op, "a positive integer")
+        if count == 0:
+            raise _update_field_error(op, "cannot delete 0 fields")
+        op.args = (count,)
+    elif opcode in "+-":
+        if not _is_arith_value(args[0]):
+            raise _arg_type_error(op, "a number")
+        op.args = (args[0],)
+    elif opcode in "&|^":
+        if not is_uint(args[0]):
+            raise _arg_type_error(op, "a positive integer")
+        op.args = (args[0],)
+    else:   # ':'
+        offset, cut, paste = args
+        if not _is_int32(offset):
+            raise _arg_type_error(op, "an integer")
+        if offset >= 0:
+            if offset - index_base < 0:
+                raise ClientError(ErrorCode.ER_UPDATE_SPLICE, op.field_str(),
+                                  "offset is out of bound")
+            offset -= index_base
+        if not _is_int32(cut):
+            raise _arg_type_error(op, "an integer")
+        if not isinstance(paste, str):
+            raise _arg_type_error(op, "a string")
+        op.args = (offset, cut, paste)
+    return op
+
+
+# ---------------------------------------------------------------------------
+# Applying.
+
+class _Slot:
+    """One field of the tuple being updated; `touched` marks a scalar update."""
+
+    __slots__ = ("value", "touched")
+
+    def __init__(self, value: Any, touched: bool = False):
+        self.value = value
+        self.touched = touched
+
+
+def _adjust(op: UpdateOp, count: int) -> int:
+    """xrow_update_op_adjust_field_no(): like 2.6.0 it rewrites a negative field
+    number in place, so later messages about the operation show the positive one."""
+    no = op.field_no
+    if no >= 0:
+        if no < count:
+            return no
+    elif no + count >= 0:
+        op.field_no = no + count
+        return op.field_no
+    raise _no_such_field(op)
+
+
+def _to_decimal(v: Any) -> decimal.Decimal | None:
+    if isinstance(v, decimal.Decimal):
+        return v
+    if isinstance(v, float):
+        if v != v or v in (float("inf"), float("-inf")):
+            return None
+        return decimal.Decimal(format(v, ".15g"))
+    return decimal.Decimal(v)
+
+
+def arith(op: UpdateOp, left: Any, right: Any) -> Any:
+    """xrow_update_arith_make(): `left op right` with Tarantool's type promotion."""
+    sign = 1 if op.opcode == "+" else -1
+    if isinstance(left, decimal.Decimal) or isinstance(right, decimal.Decimal):
+        a, b = _to_decimal(left), _to_decimal(right)
+        if a is None or b is None:
+            raise _arg_type_error(op, "a number convertible to decimal")
+        try:
+            return _DECIMAL_CONTEXT.add(a, b) if sign > 0 else _DECIMAL_CONTEXT.subtract(a, b)
+        except decimal.DecimalException:
+            raise ClientError(ErrorCode.ER_UPDATE_DECIMAL_OVERFLOW, op.opcode,
+                              op.field_str()) from None
+    if isinstance(left, float) or isinstance(right, float):
+        return float(left) + float(right) if sign > 0 else float(left) - float(right)
+    result = left + sign * right
+    if not INT64_MIN <= result <= UINT64_MAX:
+        raise ClientError(ErrorCode.ER_UPDATE_INTEGER_OVERFLOW, op.opcode, op.field_str())
+    return result
+
+
+def _apply_scalar(op: UpdateOp, old: Any) -> Any:
+    code = op.opcode
+    if code in "+-":
+        if not _is_arith_value(old):
+            raise _arg_type_error(op, "a number")
+        return arith(op, old, op.args[0])
+    if code in "&|^":
+        if not is_uint(old):
+            raise _arg_type_error(op, "a positive integer")
+        arg = op.args[0]
+        return old & arg if code == "&" else old | arg if code == "|" else old ^ arg
+    # ':' splice, on bytes
+    if not isinstance(old, str):
+        raise _arg_type_error(op, "a string")
+    data = old.encode("utf-8", "surrogateescape")
+    offset, cut, paste = op.args
+    length = len(data)
+    if offset < 0:
+        if -offset > length + 1:
+            raise ClientError(ErrorCode.ER_UPDATE_SPLICE, op.field_str(), "offset is out of bound")
+        offset += length + 1
+    elif offset > length:
+        offset = length
+    if cut < 0:
+        cut = 0 if -cut > length - offset else cut + length - offset
+    elif cut > length - offset:
+        cut = length - offset
+    result = data[:offset] + paste.encode("utf-8", "surrogateescape") + data[offset + cut:]
+    return result.decode("utf-8", "surrogateescape")
+
+
+def _apply(op: UpdateOp, slots: list[_Slot]) -> None:
+    code = op.opcode
+    if code == "!":
+        pos = _adjust(op, len(slots) + 1)
+        slots.insert(pos, _Slot(op.args[0]))
+        return
+    if code == "=":
+        if op.field_no == len(slots):
+            slots.append(_Slot(op.args[0]))       # '=' on n+1 is an insert
+            return
+        pos = _adjust(op, len(slots))
+        slots[pos].value = op.args[0]
+        slots[pos].touched = True
+        return
+    if code == "#":
+        pos = _adjust(op, len(slots))
+        del slots[pos:pos + op.args[0]]
+        return
+    pos = _adjust(op, len(slots))
+    slot = slots[pos]
+    if slot.touched:
+        raise _update_field_error(op, "double update of the same field")
+    slot.value = _apply_scalar(op, slot.value)
+    slot.touched = True
+
+
+def apply_ops(old: Sequence[Any], ops: list[UpdateOp], *,
+              on_error: Callable[[ClientError], None] | None = None) -> tuple:
+    """Apply decoded operations to a tuple. With `on_error` (UPSERT), a failing
+    operation is reported to it and skipped instead of failing the whole update."""
+    slots = [_Slot(v) for v in old]
+    for op in ops:
+        if on_error is None:
+            _apply(op, slots)
+            continue
+        try:
+            _apply(op, slots)
+        except ClientError as err:
+            on_error(err)
+    return tuple(slot.value for slot in slots)
+
+
+def update_tuple(old: Sequence[Any], ops: Any, *, index_base: int = 1,
+                 field_names: Mapping[str, int] | None = None) -> tuple:
+    """xrow_update_execute(): the tuple `old` after `ops`, or a ClientError."""
+    return apply_ops(old, decode_ops(ops, index_base=index_base, field_names=field_names))
+
+
+def upsert_tuple(old: Sequence[Any], ops: Any, *, index_base: int = 1,
+                 field_names: Mapping[str, int] | None = None,
+                 on_error: Callable[[ClientError], None] | None = None) -> tuple:
+    """xrow_upsert_execute(): like update_tuple, but operations that fail on this
+    tuple are skipped (and passed to `on_error`, which 2.6.0 logs)."""
+    decoded = decode_ops(ops, index_base=index_base, field_names=field_names)
+    return apply_ops(old, decoded, on_error=on_error or (lambda err: None))
+
+
+def check_ops(ops: Any, *, index_base: int = 1,
+              field_names: Mapping[str, int] | None = None) -> None:
+    """xrow_update_check_ops(): the checks an UPSERT that inserts still makes."""
+    decode_ops(ops, index_base=index_base, field_names=field_names)
