@@ -21,7 +21,7 @@ Tuples are Python tuples; lists given as tuples are converted.
 """
 from __future__ import annotations
 
-import logging
+from spindle.core import log
 from typing import Any, Iterator, Sequence
 
 from spindle.core.box.field_types import (
@@ -36,7 +36,6 @@ from spindle.core.iproto.constants import GroupId, IprotoType
 from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.iproto.xrow import DmlRequest
 
-log = logging.getLogger("spindle.box.space")
 
 
 class _NullTuple:

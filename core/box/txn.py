@@ -28,7 +28,7 @@ transaction whose journal write failed (2.6.0 rolls those back too).
 from __future__ import annotations
 
 import itertools
-import logging
+from spindle.core import log
 from typing import Any, Callable, Hashable
 
 from spindle.core.box.field_types import packb
@@ -37,7 +37,6 @@ from spindle.core.iproto.constants import GroupId, IprotoType
 from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.iproto.xrow import DmlRequest, MsgpackRaw, XRow, encode_dml_body
 
-log = logging.getLogger("spindle.box.txn")
 
 Journal = Callable[[list[XRow]], None]
 
@@ -295,8 +294,8 @@ class TxnManager:
         for trigger in triggers:
             try:
                 trigger(txn)
-            except Exception:
-                log.exception("%s trigger failed", what)
+            except Exception as exc:
+                log.error("%s trigger failed: %s", what, exc)
 
 
 class Engine:
