@@ -1,0 +1,218 @@
+"""The box: one instance's database, from the first box.cfg to shutdown.
+
+Box ties the pure parts together on the tx thread: the memtx engine and its schema
+(catalogue from system spaces), the WAL writer as the engine's journal, recovery at
+start, checkpoints and WAL garbage collection. It is the single entry for DML from
+Lua and from IPROTO, so the read-only rule and the journal apply to both alike.
+Bootstrap of a fresh instance follows server-startup-with-replication.txt for an
+empty `replication`: load the built-in schema rows, register self as replica 1 in
+`_cluster`, put the replica set UUID in `_schema`, and write the first checkpoint
+with those rows (vclock {}), so the WAL starts empty.
+"""
+from __future__ import annotations
+
+import os
+import time
+import uuid as uuid_module
+from typing import Any, Iterable
+
+from spindle.core import log
+from spindle.core.iproto.constants import IprotoType
+from spindle.core.iproto.errors import ClientError, ErrorCode
+from spindle.core.iproto.xrow import XRow, decode_dml_body
+from spindle.core.vclock import VClock
+from spindle.core.version import VERSION_STRING
+from spindle.core.wal.checkpoint import Checkpointer, write_snapshot
+from spindle.core.wal.gc import GarbageCollector
+from spindle.core.wal.recovery import recover
+from spindle.core.wal.writer import WalWriter
+
+from .schema import CLUSTER_ID, SCHEMA_ID, Schema, load_bootstrap_rows
+from .txn import Engine
+
+DML_TYPES = (IprotoType.INSERT, IprotoType.REPLACE, IprotoType.UPDATE,
+             IprotoType.DELETE, IprotoType.UPSERT)
+
+
+class Box:
+    def __init__(self, sched):
+        self.sched = sched
+        self.engine = Engine(journal=None, fiber_key=lambda: sched.current)
+        self.schema = Schema(self.engine)
+        self._bootstrap_rows = load_bootstrap_rows()
+        self.schema.create_system_spaces(self._bootstrap_rows)
+        self.cfg: dict[str, Any] = {}
+        self.wal: WalWriter | None = None
+        self.gc: GarbageCollector | None = None
+        self.checkpointer: Checkpointer | None = None
+        self.instance_uuid: str | None = None
+        self.status = "unconfigured"     # box.info.status: loading, running, orphan
+        self.read_only_reasons: set[str] = set()
+        self.started_at = time.monotonic()
+
+    # ------------------------------------------------------------ start-up
+
+    @property
+    def configured(self) -> bool:
+        return self.status != "unconfigured"
+
+    def start(self, cfg: dict[str, Any]) -> None:
+        """The storage part of the first box.cfg: recover or bootstrap, then start
+        the WAL, GC and the checkpoint daemon. Runs in the configuring fiber."""
+        self.cfg = cfg
+        work_dir = cfg.get("work_dir")
+        if work_dir:
+            os.makedirs(work_dir, exist_ok=True)
+            os.chdir(work_dir)          # Tarantool too: every other dir is relative to it
+        memtx_dir, wal_dir = cfg.get("memtx_dir") or ".", cfg.get("wal_dir") or "."
+        for directory in (memtx_dir, wal_dir):
+            os.makedirs(directory, exist_ok=True)
+        self.status = "loading"
+        result = recover(memtx_dir, wal_dir, self._apply_snapshot_row, self._apply_wal_tx,
+                         bool(cfg.get("force_recovery")),
+                         instance_uuid=cfg.get("instance_uuid"))
+        if result.bootstrap_needed:
+            vclock = self._bootstrap(memtx_dir)
+        else:
+            self.instance_uuid = result.instance_uuid
+            vclock = result.vclock
+            log.info("recovered %d rows to vclock %s", result.rows_applied, vclock)
+        self._start_wal(wal_dir, memtx_dir, vclock,
+                        [] if result.bootstrap_needed else result.checkpoints)
+        self.set_read_only("config", bool(cfg.get("read_only")))
+        self.status = "running"
+
+    def _bootstrap(self, memtx_dir: str) -> VClock:
+        if self.cfg.get("read_only"):
+            raise ClientError(ErrorCode.ER_BOOTSTRAP_READONLY)
+        self.instance_uuid = self.cfg.get("instance_uuid") or str(uuid_module.uuid4())
+        replicaset_uuid = self.cfg.get("replicaset_uuid") or str(uuid_module.uuid4())
+        rows = list(self._bootstrap_rows)
+        rows.append((SCHEMA_ID, ["cluster", replicaset_uuid]))
+        rows.append((CLUSTER_ID, [1, self.instance_uuid]))
+        for space_id, tup in sorted(rows, key=lambda item: item[0]):
+            self.engine.space(space_id).replace(tup)
+        vclock = VClock()
+        write_snapshot(memtx_dir, self.instance_uuid, vclock, self.read_view(),
+                       sched=self.sched)
+        log.info("initialized, instance %s, replica set %s", self.instance_uuid,
+                 replicaset_uuid)
+        return vclock
+
+    def _start_wal(self, wal_dir: str, memtx_dir: str, vclock: VClock,
+                   checkpoints: list[VClock]) -> None:
+        cfg = self.cfg
+        self.wal = WalWriter(self.sched, wal_dir, self.instance_uuid, vclock,
+                             mode=cfg.get("wal_mode", "write"),
+                             max_size=int(cfg.get("wal_max_size") or 268435456),
+                             instance_id=self.instance_id)
+        self.engine.txns.journal = self._journal
+        self.gc = GarbageCollector(memtx_dir, self.wal,
+                                   checkpoint_count=int(cfg.get("checkpoint_count", 2)),
+                                   sched=self.sched)
+        self.gc.load_checkpoints(checkpoints or [vclock])
+        self.checkpointer = Checkpointer(self.sched, self.wal, memtx_dir, self.instance_uuid,
+                                         self.read_view, self.gc,
+                                         checkpoint_interval=float(
+                                             cfg.get("checkpoint_interval", 3600)))
+        self.checkpointer.start_daemon()
+
+    # ------------------------------------------------------------- recovery
+
+    def _apply_snapshot_row(self, row: XRow) -> None:
+        request = decode_dml_body(row.body, row.type)
+        self.engine.space(request.space_id).replace(request.tuple)
+
+    def _apply_wal_tx(self, rows: list[XRow]) -> None:
+        txns = self.engine.txns
+        txns.begin()
+        try:
+            for row in rows:
+                self.apply_row(row)
+        except BaseException:
+            txns.rollback()
+            raise
+        txns.commit()
+
+    def apply_row(self, row: XRow) -> None:
+        """Apply one redo row (recovery; later the applier) without logging it."""
+        if row.type not in DML_TYPES:
+            return   # NOP; CONFIRM/ROLLBACK belong to the limbo (qsync issue)
+        request = decode_dml_body(row.body, row.type)
+        self.engine.space(request.space_id).execute_request(request)
+
+    # -------------------------------------------------------------- journal
+
+    def _journal(self, rows: list[XRow]) -> None:
+        if self.read_only_reasons and any(
+                not _is_local_row(row) for row in rows):
+            raise ClientError(ErrorCode.ER_READONLY)
+        self.wal.write(rows)
+
+    @property
+    def instance_id(self) -> int:
+        if self.instance_uuid is None:
+            return 0
+        return self.schema.replica_id_by_uuid(self.instance_uuid) or 0
+
+    @property
+    def vclock(self) -> VClock:
+        return self.wal.vclock if self.wal is not None else VClock()
+
+    # ------------------------------------------------------------- read-only
+
+    def set_read_only(self, reason: str, on: bool) -> None:
+        if on:
+            self.read_only_reasons.add(reason)
+        else:
+            self.read_only_reasons.discard(reason)
+
+    @property
+    def read_only(self) -> bool:
+        return bool(self.read_only_reasons)
+
+    # ---------------------------------------------------------- checkpoints
+
+    def read_view(self) -> Iterable:
+        """A consistent view for a snapshot: references to every stored tuple now
+        (tuples are immutable, so later writes cannot change what it holds)."""
+        view = []
+        for space in sorted(self.engine.spaces.values(), key=lambda s: s.id):
+            if space.is_temporary or space.primary is None or space.engine != "memtx":
+                continue
+            group = space.group_id
+            view.extend((space.id, tup, group) for tup in space.primary.tuples())
+        return view
+
+    def snapshot(self) -> None:
+        if self.checkpointer is None:
+            raise ClientError(ErrorCode.ER_UNSUPPORTED, "Spindle", "snapshot before box.cfg")
+        self.checkpointer.checkpoint()
+
+    # ----------------------------------------------------------------- info
+
+    def info(self) -> dict[str, Any]:
+        vclock = self.vclock
+        return {
+            "id": self.instance_id or None,
+            "uuid": self.instance_uuid,
+            "lsn": vclock.get(self.instance_id) if self.instance_id else 0,
+            "vclock": vclock.to_dict(),
+            "signature": vclock.signature,
+            "status": self.status,
+            "ro": self.read_only,
+            "uptime": int(time.monotonic() - self.started_at),
+            "pid": os.getpid(),
+            "version": VERSION_STRING,
+            "cluster": {"uuid": self.schema.replicaset_uuid},
+        }
+
+    def stop(self) -> None:
+        if self.checkpointer is not None:
+            self.checkpointer.stop_daemon()
+        if self.wal is not None:
+            self.wal.stop()
+
+
+def _is_local_row(row: XRow) -> bool:
+    return row.group_id == 1
