@@ -3,15 +3,22 @@
     spindle                      console on a live instance
     spindle SCRIPT.lua [ARGS]    run a startup script, like `tarantool SCRIPT.lua`
     spindle -e CODE [-i]         run Lua, then (with -i) the console
+    spindle cat FILE...          print .xlog/.snap rows, like `tarantoolctl cat`
 """
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
 from spindle.core.version import SPINDLE_VERSION, TARANTOOL_VERSION
 
 USAGE = "spindle [OPTIONS] [SCRIPT [ARGS]...]"
+
+# `spindle NAME ARGS...`: NAME -> "module:function", called with ARGS, returns the exit code.
+SUBCOMMANDS = {
+    "cat": "spindle.shell.cat:main",
+}
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -31,6 +38,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in SUBCOMMANDS:
+        module, _, function = SUBCOMMANDS[argv[0]].partition(":")
+        return getattr(importlib.import_module(module), function)(argv[1:])
     options = parse_args(argv)
     if options.version:
         print(f"Spindle {SPINDLE_VERSION} (Tarantool {TARANTOOL_VERSION} compatible)")
