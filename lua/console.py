@@ -15,6 +15,7 @@ from spindle.core.iproto.errors import BoxError
 from .errors import LuaError
 from .instance import Instance
 from .render import render_values
+from .serialize import NULL, SerializeError, display_table
 
 OUTPUT_FORMATS = ("yaml", "lua", "table")
 
@@ -47,8 +48,10 @@ class ConsoleEngine:
         self.runtime = instance.runtime
         self.sched = instance.sched
         self.output = "yaml"
+        self.output_opts = ""      # "line" or "block" for \set output lua,<opts>
         self.delimiter = ""
         self._statement = None     # the fiber running the current statement
+        self._protect = self.runtime.load(_PROTECT, _PROTECT_NAME)()
 
     # ----------------------------------------------------------- completeness
 
@@ -83,9 +86,12 @@ class ConsoleEngine:
             ok, result = fiber.join()
         finally:
             self._statement = None
-        if ok:
-            return self._reply(values=result)
-        return self._reply(error=_error_text(result))
+        if not ok:
+            return self._reply(error=_error_text(result))
+        values, error = result
+        if error is not None:
+            return self._reply(error=error)
+        return self._reply(values=values)
 
     def interrupt(self) -> bool:
         """Ctrl-C: cancel the running statement; False if nothing was running."""
@@ -94,19 +100,50 @@ class ConsoleEngine:
         self.sched.cancel(self._statement)
         return True
 
-    def _evaluate(self, text: str) -> list[Any]:
+    def _evaluate(self, text: str) -> tuple[list[Any], Any]:
+        """(display values, None) or ([], display of the error value). The chunk runs
+        under pcall so that an error that is not a string (error({...}), error(nil))
+        is shown as the value it is, as Tarantool's console shows it."""
         # Chunks are named by their own text, so errors read [string "..."] as in
         # Tarantool's console.
         try:
             fn = self.runtime.load("return " + text)
         except LuaError:
             fn = self.runtime.load(text)
-        results = self.runtime.call(fn)
-        return [self.runtime.to_py(value) for value in results]
+        ok, packed, count = self.runtime.call(self._protect, fn)
+        if self.output == "lua":
+            return self._lua_display(ok, packed, count)
+        try:
+            if ok:
+                return display_table(self.runtime, packed, count), None
+            error = display_table(self.runtime, packed, 1, null=NULL)[0]
+        except SerializeError as exc:
+            return [], ("console: an exception occurred when formatting the output: "
+                        + exc.message)
+        return [], NULL if error is None else error
 
-    def _reply(self, values: list[Any] | None = None, error: str | None = None) -> Reply:
+    def _lua_display(self, ok: bool, packed, count: int) -> tuple[list[Any], Any]:
+        """Lua output formats each value on its own: a value that fails to format
+        shows as {error = ...} in its place."""
+        if not ok:
+            count = 1
+        values = []
+        for i in range(1, count + 1):
+            try:
+                values.append(display_table(self.runtime, packed, i, null=NULL, first=i)[0])
+            except SerializeError as exc:
+                values.append({"error": "console: exception while formatting output: "
+                                        f'"{exc.message}"'})
+        if ok:
+            return values, None
+        return [], NULL if values[0] is None else values[0]
+
+    def _reply(self, values: list[Any] | None = None, error: Any = None) -> Reply:
         values = values or []
-        fmt = "yaml" if self.output == "table" else self.output
+        if self.output == "lua":
+            fmt = "lua," + self.output_opts if self.output_opts else "lua"
+        else:
+            fmt = "yaml"   # table output is rendered by the shell
         return Reply(values=values, error=error, text=render_values(values, error, fmt))
 
     # ------------------------------------------------------------- commands
@@ -130,10 +167,11 @@ class ConsoleEngine:
 
     def _set(self, option: str, value: str) -> Reply:
         if option == "output":
-            fmt = value.split(",")[0]
+            fmt, _, opts = value.partition(",")
             if fmt not in OUTPUT_FORMATS:
                 return self._reply(error="Unknown output format: " + value)
             self.output = fmt
+            self.output_opts = opts if fmt == "lua" else ""
             return self._reply(values=[True])
         if option == "language":
             if value == "lua":
@@ -146,6 +184,17 @@ class ConsoleEngine:
             self.delimiter = value
             return self._reply()
         return self._reply(error="Invalid command \\set " + option)
+
+
+# Runs a console chunk under pcall (the console shows an error as the value raised)
+# and keeps its results in a Lua table: a Lua thread would not survive lupa. The
+# chunk is named, and its pcall placed on the line, where Tarantool 2.6's console
+# calls user code, so error('x', 2) reads 'builtin/box/console.lua:402: x' as there.
+_PROTECT = (
+    "local pcall, select = pcall, select "
+    "local function pack(ok, ...) return ok, {...}, select('#', ...) end "
+    "return function(fn)" + "\n" * 401 + "return pack(pcall(fn)) end")
+_PROTECT_NAME = "@builtin/box/console.lua"
 
 
 def _error_text(error: BaseException) -> str:

@@ -26,7 +26,8 @@ class Converter:
         self._setmetatable = helpers[b"setmetatable"]
         self._tostring = helpers[b"tostring"]
         self.NULL = helpers[b"NULL"]
-        self._map_mt = helpers[b"map_mt"]
+        self._map_mt = self.map_mt = helpers[b"map_mt"]
+        self.array_mt = helpers[b"array_mt"]
         self._table = runtime.table
 
     # ------------------------------------------------------------- Lua -> Py
@@ -47,7 +48,7 @@ class Converter:
             return self._table_to_py(value)
         if lua_kind == "cdata":
             info = self._cdata_info(value)
-            if info[0] == b"null":
+            if type(info) is not tuple or info[0] == b"null":   # ('null') comes alone
                 return None
             if info[0] == b"int":
                 return int(info[1])

@@ -8,6 +8,10 @@ from __future__ import annotations
 import importlib
 
 MODULES: list[tuple[str, str, bool]] = [
+    ("json", ".json:build", False),
+    ("msgpack", ".msgpack:build", False),
+    ("yaml", ".yaml:build", False),
+    ("uuid", ".uuid:build", False),
     ("box", ".box:build", True),
 ]
 

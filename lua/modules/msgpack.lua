@@ -1,0 +1,446 @@
+-- Tarantool's msgpack module (src/lua/msgpack.c in 2.6): encode(value) -> string,
+-- decode(string[, position]) -> value, next position. Integers take the smallest
+-- MsgPack form; decoded integers beyond 1e14 - 1 are int64_t/uint64_t cdata, as
+-- Tarantool's luaL_pushint64 makes them; decoded arrays and maps carry array_mt/map_mt.
+-- Loaded with the serializer core (serializer.lua); returns the module.
+local core = ...
+
+local ffi = require('ffi')
+local tofield, new_cfg, guard = core.tofield, core.new_cfg, core.guard
+local NULL, map_mt, array_mt, uuid_t = core.NULL, core.map_mt, core.array_mt, core.uuid_t
+local byte, char, sub, format, concat = string.byte, string.char, string.sub, string.format,
+                                        table.concat
+local type, next, rawget, select, tonumber = type, next, rawget, select, tonumber
+local setmetatable, error = setmetatable, error
+local band, rshift = bit.band, bit.rshift
+
+local MP_UUID = 2
+
+local scratch = ffi.new('union { uint64_t u; int64_t i; double d; uint8_t b[8]; }')
+local scratch32 = ffi.new('union { float f; uint32_t u; uint8_t b[4]; }')
+local LITTLE = ffi.abi('le')
+
+-- The 8 bytes of the scratch union in big-endian order.
+local function scratch_be()
+    local b = scratch.b
+    if LITTLE then
+        return char(b[7], b[6], b[5], b[4], b[3], b[2], b[1], b[0])
+    end
+    return char(b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7])
+end
+
+local function be32(v)
+    return char(band(rshift(v, 24), 255), band(rshift(v, 16), 255),
+                band(rshift(v, 8), 255), band(v, 255))
+end
+
+----------------------------------------------------------------------------- encode
+
+local function encode_uint(buf, v)
+    if type(v) ~= 'number' then
+        if v < 4294967296ULL then
+            v = tonumber(v)
+        else
+            scratch.u = v
+            buf[#buf + 1] = '\xcf' .. scratch_be()
+            return
+        end
+    end
+    if v < 128 then
+        buf[#buf + 1] = char(v)
+    elseif v < 256 then
+        buf[#buf + 1] = char(0xcc, v)
+    elseif v < 65536 then
+        buf[#buf + 1] = char(0xcd, rshift(v, 8), band(v, 255))
+    elseif v < 4294967296 then
+        buf[#buf + 1] = '\xce' .. be32(v)
+    else
+        scratch.u = v
+        buf[#buf + 1] = '\xcf' .. scratch_be()
+    end
+end
+
+local function encode_int(buf, v)               -- v < 0
+    if type(v) ~= 'number' then
+        if v >= -2147483648LL then
+            v = tonumber(v)
+        else
+            scratch.i = v
+            buf[#buf + 1] = '\xd3' .. scratch_be()
+            return
+        end
+    end
+    if v >= -32 then
+        buf[#buf + 1] = char(band(v, 255))
+    elseif v >= -128 then
+        buf[#buf + 1] = char(0xd0, band(v, 255))
+    elseif v >= -32768 then
+        buf[#buf + 1] = char(0xd1, band(rshift(v, 8), 255), band(v, 255))
+    elseif v >= -2147483648 then
+        buf[#buf + 1] = '\xd2' .. be32(v)
+    else
+        scratch.i = v
+        buf[#buf + 1] = '\xd3' .. scratch_be()
+    end
+end
+
+local function encode_header(buf, n, fix, fix_limit, code16, code32)
+    if n < fix_limit then
+        buf[#buf + 1] = char(fix + n)
+    elseif n < 65536 then
+        buf[#buf + 1] = char(code16, rshift(n, 8), band(n, 255))
+    else
+        buf[#buf + 1] = char(code32) .. be32(n)
+    end
+end
+
+local function encode_str(buf, s)
+    local n = #s
+    if n < 32 then
+        buf[#buf + 1] = char(0xa0 + n)
+    elseif n < 256 then
+        buf[#buf + 1] = char(0xd9, n)
+    else
+        encode_header(buf, n, 0, 0, 0xda, 0xdb)
+    end
+    buf[#buf + 1] = s
+end
+
+local function encode_uuid(buf, u)
+    buf[#buf + 1] = '\xd8\x02' .. be32(u.time_low) ..
+        char(rshift(u.time_mid, 8), band(u.time_mid, 255),
+             rshift(u.time_hi_and_version, 8), band(u.time_hi_and_version, 255),
+             u.clock_seq_hi_and_reserved, u.clock_seq_low,
+             u.node[0], u.node[1], u.node[2], u.node[3], u.node[4], u.node[5])
+end
+
+local encode_value
+
+local function encode_container(buf, kind, t, size, cfg, level)
+    if level >= cfg.encode_max_depth then
+        if not cfg.encode_deep_as_nil then
+            error(format('Too high nest level - %d', level + 1), 0)
+        end
+        buf[#buf + 1] = '\xc0'
+        return
+    end
+    if kind == 'map' then
+        encode_header(buf, size, 0x80, 16, 0xde, 0xdf)
+        for k, v in next, t do
+            encode_value(buf, k, cfg, level + 1)
+            encode_value(buf, v, cfg, level + 1)
+        end
+    else
+        encode_header(buf, size, 0x90, 16, 0xdc, 0xdd)
+        for i = 1, size do
+            encode_value(buf, rawget(t, i), cfg, level + 1)
+        end
+    end
+end
+
+function encode_value(buf, value, cfg, level)
+    local kind, a, b = tofield(value, cfg)
+    if kind == 'uint' then
+        encode_uint(buf, a)
+    elseif kind == 'int' then
+        encode_int(buf, a)
+    elseif kind == 'str' then
+        encode_str(buf, a)
+    elseif kind == 'double' then
+        scratch.d = a
+        buf[#buf + 1] = '\xcb' .. scratch_be()
+    elseif kind == 'float' then
+        scratch32.f = a
+        buf[#buf + 1] = '\xca' .. be32(scratch32.u)
+    elseif kind == 'bool' then
+        buf[#buf + 1] = a and '\xc3' or '\xc2'
+    elseif kind == 'nil' or kind == 'null' then
+        buf[#buf + 1] = '\xc0'
+    elseif kind == 'map' or kind == 'array' then
+        encode_container(buf, kind, a, b, cfg, level)
+    elseif kind == 'uuid' then
+        encode_uuid(buf, a)
+    end
+end
+
+local function encode(cfg, ...)
+    local n = select('#', ...)
+    if n < 1 then
+        error('msgpack.encode: a Lua object expected', 0)
+    elseif n > 1 then
+        error("msgpack.encode: argument 2 must be of type 'struct ibuf'", 0)
+    end
+    local buf = {}
+    encode_value(buf, (...), cfg, 0)
+    return concat(buf)
+end
+
+----------------------------------------------------------------------------- check
+
+local function invalid()
+    error('msgpack.decode: invalid MsgPack', 0)
+end
+
+local function be_uint(s, p, n)            -- n = 1, 2 or 4 bytes at p
+    local v = 0
+    for i = p, p + n - 1 do v = v * 256 + byte(s, i) end
+    return v
+end
+
+-- Lengths of the fixed-size forms, by first byte (others handled in code).
+local FIXED = {[0xc0] = 1, [0xc1] = 1, [0xc2] = 1, [0xc3] = 1, [0xca] = 5, [0xcb] = 9,
+               [0xcc] = 2, [0xcd] = 3, [0xce] = 5, [0xcf] = 9, [0xd0] = 2, [0xd1] = 3,
+               [0xd2] = 5, [0xd3] = 9, [0xd4] = 3, [0xd5] = 4, [0xd6] = 6, [0xd7] = 10,
+               [0xd8] = 18}
+
+-- mp_check: the position after one complete value starting at p, or nil.
+local function skip(s, p, len)
+    local pending = 1
+    while pending > 0 do
+        if p > len then return nil end
+        local c = byte(s, p)
+        pending = pending - 1
+        if c < 0x80 or c >= 0xe0 then
+            p = p + 1
+        elseif c < 0x90 then
+            p, pending = p + 1, pending + 2 * (c - 0x80)
+        elseif c < 0xa0 then
+            p, pending = p + 1, pending + (c - 0x90)
+        elseif c < 0xc0 then
+            p = p + 1 + (c - 0xa0)
+        elseif FIXED[c] then
+            p = p + FIXED[c]
+        else
+            local size = (c == 0xc4 or c == 0xc7 or c == 0xd9) and 1 or
+                         (c == 0xc5 or c == 0xc8 or c == 0xda or c == 0xdc or
+                          c == 0xde) and 2 or 4
+            if p + size > len then return nil end
+            local n = be_uint(s, p + 1, size)
+            p = p + 1 + size
+            if c == 0xdc or c == 0xdd then
+                pending = pending + n
+            elseif c == 0xde or c == 0xdf then
+                pending = pending + 2 * n
+            elseif c >= 0xc7 and c <= 0xc9 then
+                p = p + 1 + n                    -- the ext type byte, then the data
+            else
+                p = p + n
+            end
+        end
+    end
+    if p > len + 1 then return nil end
+    return p
+end
+
+----------------------------------------------------------------------------- decode
+
+local function push_uint(v)       -- uint64 cdata -> number when small enough
+    if v <= 99999999999999ULL then return tonumber(v) end
+    return v
+end
+
+local function push_int(v)
+    if v >= -99999999999999LL and v <= 99999999999999LL then return tonumber(v) end
+    return v
+end
+
+local function load64(s, p)        -- the 8 big-endian bytes at p into scratch
+    local b = scratch.b
+    for i = 0, 7 do
+        b[LITTLE and 7 - i or i] = byte(s, p + i)
+    end
+end
+
+local function decode_uuid(s, p, len)
+    if len ~= 16 then invalid() end
+    local u = ffi.new(uuid_t)
+    u.time_low = be_uint(s, p, 4)
+    u.time_mid = be_uint(s, p + 4, 2)
+    u.time_hi_and_version = be_uint(s, p + 6, 2)
+    u.clock_seq_hi_and_reserved = byte(s, p + 8)
+    u.clock_seq_low = byte(s, p + 9)
+    for i = 0, 5 do u.node[i] = byte(s, p + 10 + i) end
+    local n = u.clock_seq_hi_and_reserved       -- tt_uuid_validate: the variant
+    if band(n, 0x80) ~= 0 and band(n, 0xc0) ~= 0x80 and band(n, 0xe0) ~= 0xc0 then
+        invalid()
+    end
+    return u
+end
+
+local function unsupported(ext_type)
+    if ext_type >= 128 then ext_type = ext_type - 256 end
+    error(format('Unsuported MsgPack extension type: %u', ext_type % 4294967296), 0)
+end
+
+local decode_value
+
+local function decode_array(s, p, n, cfg)
+    local t = {}
+    for i = 1, n do
+        t[i], p = decode_value(s, p, cfg)
+    end
+    if cfg.decode_save_metatables then setmetatable(t, array_mt) end
+    return t, p
+end
+
+local function decode_map(s, p, n, cfg)
+    local t = {}
+    for _ = 1, n do
+        local k, v
+        k, p = decode_value(s, p, cfg)
+        v, p = decode_value(s, p, cfg)
+        t[k] = v
+    end
+    if cfg.decode_save_metatables then setmetatable(t, map_mt) end
+    return t, p
+end
+
+local function checked_number(x, cfg)
+    if not cfg.decode_invalid_numbers and (x ~= x or x == 1 / 0 or x == -1 / 0) then
+        error('number must not be NaN or Inf', 0)
+    end
+    return x
+end
+
+local function decode_ext(s, p, c)
+    local ext_type, len, data
+    if c >= 0xd4 and c <= 0xd8 then
+        len = ({[0xd4] = 1, [0xd5] = 2, [0xd6] = 4, [0xd7] = 8, [0xd8] = 16})[c]
+        ext_type, data = byte(s, p + 1), p + 2
+    elseif c == 0xc1 then
+        return unsupported(0)
+    else
+        local size = c == 0xc7 and 1 or c == 0xc8 and 2 or 4
+        len = be_uint(s, p + 1, size)
+        ext_type, data = byte(s, p + 1 + size), p + 2 + size
+    end
+    if ext_type == MP_UUID then
+        return decode_uuid(s, data, len), data + len
+    end
+    return unsupported(ext_type)
+end
+
+function decode_value(s, p, cfg)
+    local c = byte(s, p)
+    if c < 0x80 then
+        return c, p + 1
+    elseif c >= 0xe0 then
+        return c - 256, p + 1
+    elseif c < 0x90 then
+        return decode_map(s, p + 1, c - 0x80, cfg)
+    elseif c < 0xa0 then
+        return decode_array(s, p + 1, c - 0x90, cfg)
+    elseif c < 0xc0 then
+        local n = c - 0xa0
+        return sub(s, p + 1, p + n), p + 1 + n
+    elseif c == 0xc0 then
+        return NULL, p + 1
+    elseif c == 0xc2 or c == 0xc3 then
+        return c == 0xc3, p + 1
+    elseif c == 0xcc or c == 0xd0 then
+        local v = byte(s, p + 1)
+        if c == 0xd0 and v >= 128 then v = v - 256 end
+        return v, p + 2
+    elseif c == 0xcd or c == 0xd1 then
+        local v = be_uint(s, p + 1, 2)
+        if c == 0xd1 and v >= 32768 then v = v - 65536 end
+        return v, p + 3
+    elseif c == 0xce or c == 0xd2 then
+        local v = be_uint(s, p + 1, 4)
+        if c == 0xd2 and v >= 2147483648 then v = v - 4294967296 end
+        return v, p + 5
+    elseif c == 0xcf then
+        load64(s, p + 1)
+        return push_uint(scratch.u), p + 9
+    elseif c == 0xd3 then
+        load64(s, p + 1)
+        return push_int(scratch.i), p + 9
+    elseif c == 0xca then
+        scratch32.u = be_uint(s, p + 1, 4)
+        return checked_number(tonumber(scratch32.f), cfg), p + 5
+    elseif c == 0xcb then
+        load64(s, p + 1)
+        return checked_number(scratch.d, cfg), p + 9
+    elseif c == 0xd9 or c == 0xda or c == 0xdb or c == 0xc4 or c == 0xc5 or c == 0xc6 then
+        local size = (c == 0xd9 or c == 0xc4) and 1 or (c == 0xda or c == 0xc5) and 2 or 4
+        local n = be_uint(s, p + 1, size)
+        local from = p + 1 + size
+        return sub(s, from, from + n - 1), from + n
+    elseif c == 0xdc or c == 0xdd then
+        local size = c == 0xdc and 2 or 4
+        return decode_array(s, p + 1 + size, be_uint(s, p + 1, size), cfg)
+    elseif c == 0xde or c == 0xdf then
+        local size = c == 0xde and 2 or 4
+        return decode_map(s, p + 1 + size, be_uint(s, p + 1, size), cfg)
+    end
+    return decode_ext(s, p, c)
+end
+
+local CHAR_PTR = ffi.typeof('const char *')
+
+local function decode_string(cfg, s, offset, check)
+    local p = 1
+    if offset ~= nil then
+        p = tonumber(offset)
+        if p == nil then
+            error("bad argument #2 to '?' (number expected, got " .. type(offset) .. ")", 0)
+        end
+        p = p >= 0 and math.floor(p) or -math.floor(-p)
+        if p - 1 < 0 or p - 1 >= #s then
+            error('msgpack.decode: offset is out of bounds', 0)
+        end
+    end
+    if check and skip(s, p, #s) == nil then
+        invalid()
+    end
+    return decode_value(s, p, cfg)
+end
+
+-- decode(ptr, size): a 'char *' buffer; returns the value and the pointer after it.
+local function decode_pointer(cfg, ptr, size, check)
+    size = tonumber(size)
+    if size == nil then
+        error("bad argument #2 to '?' (number expected, got no value)", 0)
+    end
+    if size < 0 then
+        error("msgpack.decode: size can't be negative", 0)
+    end
+    local s = ffi.string(ptr, size)
+    if check and skip(s, 1, #s) == nil then
+        invalid()
+    end
+    local value, p = decode_value(s, 1, cfg)
+    return value, ffi.cast(ffi.typeof(ptr), ffi.cast(CHAR_PTR, ptr) + (p - 1))
+end
+
+local function decoder(check)
+    return function(cfg, data, ...)
+        if type(data) == 'string' then
+            return decode_string(cfg, data, (...), check)
+        elseif type(data) == 'cdata' and (ffi.istype('const char *', data) or
+                                          ffi.istype('char *', data)) then
+            return decode_pointer(cfg, data, (...), check)
+        end
+        error("msgpack.decode: a Lua string or 'char *' expected", 0)
+    end
+end
+local decode, decode_unchecked = decoder(true), decoder(false)
+
+----------------------------------------------------------------------------- module
+
+local new
+function new()
+    local cfg = new_cfg()
+    return {
+        encode = guard(function(...) return encode(cfg, ...) end),
+        decode = guard(function(...) return decode(cfg, ...) end),
+        decode_unchecked = guard(function(...) return decode_unchecked(cfg, ...) end),
+        new = new,
+        cfg = cfg,
+        NULL = NULL,
+        array_mt = array_mt,
+        map_mt = map_mt,
+    }
+end
+
+return new()
