@@ -118,6 +118,9 @@ class LuaRuntime:
         """The Lua error value for a Python exception; also box.error.last() of the
         current fiber. Errors Tarantool raises as plain strings (`lua_plain`) stay
         strings."""
+        # The traceback's frames may hold lupa objects received as arguments of a
+        # Lua->Python call; those must not outlive the call (DESIGN §2 rule 4).
+        exc.__traceback__ = None
         fiber = self.sched.current
         if fiber is not None:
             fiber.storage["last_error"] = exc

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 import msgpack
 
+from spindle.core.iproto.constants import GroupId
 from spindle.core.iproto.errors import ClientError, ErrorCode
 
 from .index import IndexDef
@@ -276,8 +277,18 @@ class Schema:
         space = self.engine.find_space(new[0])
         if space is None:
             return None
+        if space.is_temporary or space.is_local:
+            self._mark_local_row(new)
         removed = space.truncate()
         return lambda: self._untruncate(space, removed)
+
+    def _mark_local_row(self, new) -> None:
+        """2.6.0 logs the truncation of a temporary or local space as a local row."""
+        txn = self.engine.txns.current
+        for stmt in reversed(txn.statements if txn is not None else []):
+            if stmt.new_tuple is new and stmt.row is not None:
+                stmt.row.group_id = GroupId.LOCAL
+                return
 
     @staticmethod
     def _untruncate(space: Space, removed: list) -> None:
