@@ -324,12 +324,15 @@ class Scheduler:
             self._run_callback(callback, args)
 
     def _drain_waker(self) -> None:
-        self._wakeup_pending = False
+        # Drain first, then re-arm: re-arming first would let a byte sent meanwhile
+        # be drained while the flag stays set, and no thread would ever wake us again.
+        # Callbacks queued before the re-arm still run in this loop pass.
         try:
             while self._waker_r.recv(4096):
                 pass
         except (BlockingIOError, OSError):
             pass
+        self._wakeup_pending = False
 
     def _run_callback(self, callback: Callable, args: tuple) -> None:
         try:

@@ -383,3 +383,37 @@ def test_pooled_greenlets_are_reused(sched, run):
         return len(sched._pool)
 
     assert run(main) <= 2
+
+
+def test_no_lost_wakeup_under_a_flood_of_thread_calls():
+    """Another thread queuing callbacks while the hub drains the wakeup socket must
+    never leave the loop asleep with callbacks queued (a lost-wakeup race; the window
+    is narrow, so this is a stress run that catches it only some of the time)."""
+    sched = Scheduler()
+    rounds = 200000
+    done = []
+
+    def main():
+        me = sched.current
+        state = {"n": 0}
+
+        def tick():
+            state["n"] += 1
+            if state["n"] == rounds:
+                sched.wakeup(me)
+
+        def producer():
+            for i in range(rounds):
+                sched.call_soon_threadsafe(tick)
+                if i % 7 == 0:
+                    time.sleep(0)   # vary the interleaving with the hub
+
+        worker = threading.Thread(target=producer)
+        worker.start()
+        assert sched.wait(60) is True, f"loop stalled after {state['n']} callbacks"
+        worker.join()
+        done.append(state["n"])
+
+    sched.run(main)
+    assert done == [rounds]
+    sched.close()
