@@ -402,10 +402,7 @@ class ServerThread:
         self._stop_requested = False
         self._ready.set()
         while not self._stop_requested:
-            # Wake at least every 50 ms: Scheduler._drain_waker clears its pending
-            # flag before draining, so a call_soon_threadsafe racing with a drain
-            # can lose its wakeup (reported); the tick bounds the damage here.
-            self._stop_cond.wait(0.05)
+            self._stop_cond.wait()
         self.stopped_clean = self.server.stop(timeout=5)
 
     def call(self, fn, *args, timeout: float = 10) -> Any:
