@@ -1,0 +1,637 @@
+"""The WAL writer: a thread that appends journal entries to .xlog files with group commit.
+
+Only the tx thread calls the public methods. A fiber hands its rows to `write()`, which
+queues a `JournalEntry` and parks the fiber. The writer thread takes *everything* queued
+at once (the batch), assigns LSNs, writes the batch as one block (more if it passes
+128 KiB, always at transaction boundaries), fsyncs once in 'fsync' mode, and posts one
+completion per batch back through `Scheduler.call_soon_threadsafe`. It never touches
+fibers; the tx side wakes them.
+
+LSN assignment is wal_assign_lsn() of 2.6.0: a row that has no LSN yet is a local
+write — it gets `replica_id = instance_id` (or 0 with component 0 for GROUP_LOCAL rows of
+is_local spaces) and the next LSN of that component; the transaction id (TSN) is the
+LSN of the first global row (of the first row when every row is local) and the last row
+carries the commit flag. Rows that already have an LSN came from replication: they keep
+REPLICA_ID/LSN/TSN/FLAGS and only advance the vclock. Every row gets this instance's
+write time as TIMESTAMP.
+
+Failure is 2.6.0's cascading rollback: when a batch cannot be written the file is cut
+back to where the batch began, the WAL vclock does not move, and the thread refuses
+every later batch until tx has seen the failure of the last entry it had submitted
+(the "rollback anchor"). Then all failed entries complete at once, newest first, with
+ER_WAL_IO, and writing resumes — so a transaction that saw a failed one's changes can
+never reach the disk.
+
+Files follow wal.c: an xlog is created on the first write after start or rotation and
+is named by the vclock before its first row; `rotate()` (checkpoints) closes the current
+file only if it has rows; at `stop()` an empty xlog named by the final vclock is left
+when the current file has rows, so the next start finds its vclock without a scan.
+"""
+from __future__ import annotations
+
+import collections
+import errno
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from spindle.core import log
+from spindle.core.iproto.constants import GroupId
+from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
+from spindle.core.iproto.xrow import XRow
+from spindle.core.vclock import VClock
+from spindle.core.xlog.files import (
+    INPROGRESS_SUFFIX, XlogReader, format_filename, list_files, read_meta,
+)
+from spindle.core.xlog.format import (
+    AUTOCOMMIT_THRESHOLD, EOF_MARKER_BYTES, FIXHEADER_SIZE, XLOG, XlogError, XlogMeta,
+    encode_block, encode_rows,
+)
+
+MODES = ("none", "write", "fsync")
+DEFAULT_MAX_SIZE = 256 * 1024 * 1024
+XLOG_EXT = ".xlog"
+
+
+class WalIO:
+    """The system calls the WAL thread makes. Tests subclass it to count fsyncs or to
+    make writes fail (a full disk) and recover."""
+
+    def open_new(self, path: str) -> int:
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+
+    def write(self, fd: int, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+
+    def fsync(self, fd: int) -> None:
+        os.fdatasync(fd)
+
+    def truncate(self, fd: int, size: int) -> None:
+        os.ftruncate(fd, size)
+        os.lseek(fd, size, os.SEEK_SET)
+
+    def close(self, fd: int) -> None:
+        os.close(fd)
+
+
+class JournalEntry:
+    """One transaction on its way to the WAL. `done`, `error` and `vclock` (the WAL
+    vclock right after this entry) are set in tx when it completes."""
+
+    __slots__ = ("rows", "instance_id", "on_done", "fiber", "done", "error", "vclock",
+                 "failed_in_batch")
+
+    def __init__(self, rows: list[XRow], instance_id: int,
+                 on_done: Callable[[JournalEntry], None] | None = None):
+        self.rows = rows
+        self.instance_id = instance_id
+        self.on_done = on_done
+        self.fiber = None
+        self.done = False
+        self.error: BaseException | None = None
+        self.vclock: VClock | None = None
+        self.failed_in_batch = False   # the whole batch failed: part of a rollback
+
+    @property
+    def signature(self) -> int:
+        """Tarantool's entry->res: the vclock sum after this entry, -1 if it failed."""
+        return -1 if self.error is not None or self.vclock is None else self.vclock.signature
+
+
+@dataclass
+class _Control:
+    kind: str
+    arg: object = None
+    result: object = None
+    error: BaseException | None = None
+    event: threading.Event = field(default_factory=threading.Event)
+    fiber: object = None
+    done: bool = False
+
+
+@dataclass
+class _WalFile:
+    path: str
+    fd: int
+    meta: XlogMeta
+    offset: int
+    header_size: int
+
+    @property
+    def has_rows(self) -> bool:
+        return self.offset > self.header_size
+
+
+class BrokenLsn(ClientError):
+    """A replicated row whose LSN does not advance its vclock component."""
+
+
+def assign_lsn(rows: list[XRow], vclock: VClock, instance_id: int, timestamp: float) -> None:
+    """Sign `rows` (one transaction) in place and advance `vclock` (wal_assign_lsn)."""
+    tsn = 0
+    first_global = 0
+    last = len(rows) - 1
+    for i, row in enumerate(rows):
+        row.timestamp = timestamp
+        if row.lsn == 0:
+            if row.replica_id not in (0, instance_id):
+                raise ValueError(f"row of replica {row.replica_id} has no LSN")
+            row.replica_id = 0 if row.group_id == GroupId.LOCAL else instance_id
+            row.lsn = vclock.inc(row.replica_id)
+            if row.group_id != GroupId.LOCAL and tsn == 0:
+                tsn = row.lsn
+                first_global = i
+            row.tsn = tsn if tsn else rows[0].lsn
+            row.is_commit = i == last
+        else:
+            prev = vclock.get(row.replica_id)
+            if row.lsn <= prev:
+                log.say(log.CRIT, "Attempt to write a broken LSN to WAL: replica id: %d, "
+                        "confirmed lsn: %d, new lsn %d", row.replica_id, prev, row.lsn)
+                raise BrokenLsn(ErrorCode.ER_INVALID_ORDER, row.replica_id, prev, row.lsn)
+            vclock.reset(row.replica_id, row.lsn)
+    # Local-space rows before the first global one could not know the TSN yet.
+    for row in rows[:first_global]:
+        row.tsn = tsn
+
+
+class WalWriter:
+    def __init__(self, sched, wal_dir: str, instance_uuid: str, vclock: VClock, *,
+                 mode: str = "write", max_size: int = DEFAULT_MAX_SIZE,
+                 instance_id: int = 0, io: WalIO | None = None, compress: bool = True):
+        if mode not in MODES:
+            raise ValueError(f"wal_mode must be one of {MODES}, got {mode!r}")
+        self.sched = sched
+        self.wal_dir = wal_dir
+        self.instance_uuid = instance_uuid
+        self.mode = mode
+        self.max_size = max_size
+        self.instance_id = instance_id   # changes when the instance registers
+        self.compress = compress
+        self.io = io or WalIO()
+        self.vclock = vclock.copy()      # the tx view: what is known to be written
+        self.on_write: list[Callable[[list[XRow]], None]] = []
+        self.batches = 0                 # batches completed (tests, stats)
+        # tx-side rollback state (see the module doc)
+        self._last_entry: JournalEntry | None = None
+        self._rollback_anchor: JournalEntry | None = None
+        self._rollback_queue: list[JournalEntry] = []
+        self._stopped = False
+        # writer-thread state
+        self._wal_vclock = vclock.copy()
+        self._file: _WalFile | None = None
+        self._in_rollback = False
+        self._index: list[VClock] = []   # header vclocks of the xlogs in the dir
+        self._queue: collections.deque = collections.deque()
+        self._cv = threading.Condition()
+        self._thread: threading.Thread | None = None
+        if mode != "none":
+            os.makedirs(wal_dir, exist_ok=True)
+            self._scan_index()
+            self._file = self._open_current()
+            self._thread = threading.Thread(target=self._thread_main, name="wal", daemon=True)
+            self._thread.start()
+
+    # ------------------------------------------------------------------ tx side
+
+    def write(self, rows: Iterable[XRow]) -> VClock:
+        """Write one transaction; parks the calling fiber until it is on disk.
+        Returns the vclock right after it; raises ClientError(ER_WAL_IO) on failure."""
+        if self.mode != "none" and (self.sched is None or self.sched.current is None):
+            raise RuntimeError("WalWriter.write() must be called from a fiber")
+        entry = self.submit(rows)
+        if not entry.done:
+            entry.fiber = self.sched.current
+            while not entry.done:
+                self.sched.wait()
+        if entry.error is not None:
+            raise entry.error
+        return entry.vclock
+
+    def submit(self, rows: Iterable[XRow],
+               on_done: Callable[[JournalEntry], None] | None = None) -> JournalEntry:
+        """Queue a transaction without waiting (txn_commit_async); `on_done(entry)` runs
+        in tx when it completes."""
+        rows = list(rows)
+        if not rows:
+            raise ValueError("a journal entry needs at least one row")
+        if self._stopped or self._rollback_anchor is not None:
+            if self._rollback_anchor is not None:
+                log.error("Aborting transaction %d during cascading rollback",
+                          self.vclock.signature)
+            raise ClientError(ErrorCode.ER_WAL_IO)
+        entry = JournalEntry(rows, self.instance_id, on_done)
+        if self.mode == "none":
+            self._write_none(entry)
+            return entry
+        self._last_entry = entry
+        with self._cv:
+            self._queue.append(entry)
+            self._cv.notify()
+        return entry
+
+    def rotate(self) -> VClock:
+        """Close the current xlog if it has rows (the next write opens a new one) and
+        return the WAL vclock after everything queued before: a checkpoint's vclock."""
+        if self.mode == "none":
+            return self.vclock.copy()
+        if self._rollback_anchor is not None:
+            raise ClientError(ErrorCode.ER_CHECKPOINT_ROLLBACK)
+        return self._call("rotate")
+
+    begin_checkpoint = rotate
+
+    def sync(self) -> VClock:
+        """Wait until everything queued so far is written; the WAL vclock then."""
+        if self.mode == "none":
+            return self.vclock.copy()
+        return self._call("sync")
+
+    def collect_garbage(self, vclock: VClock) -> list[str]:
+        """Delete xlogs not needed to read rows after `vclock` (wal_collect_garbage):
+        everything older than the newest file whose vclock <= `vclock`. Runs in the WAL
+        thread so the file being written is never touched. Returns removed paths."""
+        if self.mode == "none":
+            return []
+        return self._call("gc", vclock.copy())
+
+    def xlog_vclocks(self) -> list[VClock]:
+        """Header vclocks of the known xlogs, oldest first (relays, gc)."""
+        if self.mode == "none":
+            return []
+        return self._call("index")
+
+    @property
+    def current_path(self) -> str | None:
+        current = self._file
+        return current.path if current is not None else None
+
+    def stop(self) -> None:
+        """Write what is queued, close the current xlog with its EOF marker, leave the
+        empty next xlog, join the thread."""
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._thread is None:
+            return
+        self._call("stop")
+        self._thread.join()
+        self._thread = None
+
+    # -- tx internals
+
+    def _write_none(self, entry: JournalEntry) -> None:
+        vclock = self.vclock.copy()
+        try:
+            assign_lsn(entry.rows, vclock, entry.instance_id, time.time())
+        except (BoxError, ValueError) as exc:
+            entry.error = exc if isinstance(exc, BoxError) else ClientError(ErrorCode.ER_WAL_IO)
+        else:
+            self.vclock = vclock
+            entry.vclock = vclock.copy()
+        self.batches += 1
+        self._finish(entry)
+        if entry.error is None:
+            self._run_on_write(entry.rows)
+
+    def _call(self, kind: str, arg: object = None):
+        if self._stopped and kind != "stop":
+            raise ClientError(ErrorCode.ER_WAL_IO)
+        ctrl = _Control(kind, arg)
+        in_fiber = self.sched is not None and self.sched.current is not None
+        if in_fiber:
+            ctrl.fiber = self.sched.current
+        with self._cv:
+            self._queue.append(ctrl)
+            self._cv.notify()
+        if in_fiber:
+            while not ctrl.done:
+                self.sched.wait()
+        else:
+            ctrl.event.wait()
+        if ctrl.error is not None:
+            raise ctrl.error
+        return ctrl.result
+
+    def _control_done(self, ctrl: _Control) -> None:
+        ctrl.done = True
+        if ctrl.fiber is not None:
+            self.sched.wakeup(ctrl.fiber)
+
+    def _complete_batch(self, entries: list[JournalEntry], vclock: VClock,
+                        failed: bool) -> None:
+        """tx: the writer thread finished a batch."""
+        self.vclock = vclock
+        self.batches += 1
+        written: list[XRow] = []
+        if failed and self._rollback_anchor is None:
+            self._rollback_anchor = self._last_entry
+        for entry in entries:
+            if entry.failed_in_batch:
+                self._rollback_queue.append(entry)
+            else:
+                if entry.error is None:
+                    written.extend(entry.rows)
+                self._finish(entry)
+        anchor = self._rollback_anchor
+        if anchor is not None and any(entry is anchor for entry in entries):
+            # Every entry sent before the failure became known is back: roll them all
+            # back, newest first, then let the WAL thread write again.
+            # The anchor stays set while callbacks run: what they submit is refused,
+            # as 2.6.0 refuses writes until the rollback is over.
+            queue, self._rollback_queue = self._rollback_queue, []
+            for entry in reversed(queue):
+                self._finish(entry)
+            self._rollback_anchor = None
+            with self._cv:
+                self._queue.append(_Control("end_rollback"))
+                self._cv.notify()
+        if written:
+            self._run_on_write(written)
+
+    def _finish(self, entry: JournalEntry) -> None:
+        entry.done = True
+        if entry.fiber is not None:
+            self.sched.wakeup(entry.fiber)
+        if entry.on_done is not None:
+            try:
+                entry.on_done(entry)
+            except Exception as exc:   # one txn's callback must not lose the others
+                log.error("journal entry completion failed: %s", exc)
+
+    def _run_on_write(self, rows: list[XRow]) -> None:
+        for hook in list(self.on_write):
+            try:
+                hook(rows)
+            except Exception as exc:
+                log.error("on_write hook %r failed: %s", hook, exc)
+
+    # ------------------------------------------------------------ writer thread
+
+    def _thread_main(self) -> None:
+        while True:
+            with self._cv:
+                while not self._queue:
+                    self._cv.wait()
+                items = list(self._queue)
+                self._queue.clear()
+            batch: list[JournalEntry] = []
+            for item in items:
+                if isinstance(item, JournalEntry):
+                    batch.append(item)
+                    continue
+                if batch:
+                    self._process_batch(batch)
+                    batch = []
+                if self._process_control(item):
+                    return
+            if batch:
+                self._process_batch(batch)
+
+    def _process_control(self, ctrl: _Control) -> bool:
+        stop = False
+        try:
+            if ctrl.kind == "rotate":
+                if self._in_rollback:
+                    # The snapshot could hold changes that are being rolled back.
+                    raise ClientError(ErrorCode.ER_CHECKPOINT_ROLLBACK)
+                if self._file is not None and self._file.has_rows:
+                    self._close_file()
+                ctrl.result = self._wal_vclock.copy()
+            elif ctrl.kind == "sync":
+                ctrl.result = self._wal_vclock.copy()
+            elif ctrl.kind == "gc":
+                ctrl.result = self._collect_garbage(ctrl.arg)
+            elif ctrl.kind == "index":
+                ctrl.result = [clock.copy() for clock in self._index]
+            elif ctrl.kind == "end_rollback":
+                self._in_rollback = False
+                return False
+            elif ctrl.kind == "stop":
+                stop = True
+                self._shutdown()
+        except Exception as exc:   # reported to the caller, the thread lives on
+            log.error("WAL %s failed: %s", ctrl.kind, exc)
+            ctrl.error = exc
+        ctrl.event.set()
+        if self.sched is not None:
+            self.sched.call_soon_threadsafe(self._control_done, ctrl)
+        return stop
+
+    def _process_batch(self, entries: list[JournalEntry]) -> None:
+        vclock = self._wal_vclock.copy()
+        failed = self._in_rollback
+        if not failed:
+            try:
+                vclock = self._write_batch(entries)
+            except Exception:   # logged where it happened
+                failed = True
+                vclock = self._wal_vclock.copy()
+        if failed:
+            self._in_rollback = True
+            for entry in entries:
+                if entry.error is None:
+                    entry.error = ClientError(ErrorCode.ER_WAL_IO)
+                    entry.failed_in_batch = True
+        else:
+            self._wal_vclock = vclock
+        self.sched.call_soon_threadsafe(self._complete_batch, entries, vclock.copy(), failed)
+
+    def _write_batch(self, entries: list[JournalEntry]) -> VClock:
+        """Write every entry of the batch or none of them; returns the new vclock."""
+        try:
+            current = self._prepare_file()
+        except Exception as exc:
+            log.error("failed to open the next xlog in %s: %s", self.wal_dir, exc)
+            raise
+        start = current.offset
+        vclock = self._wal_vclock.copy()
+        now = time.time()
+        chunks: list[bytes] = []
+        buffered = 0
+        try:
+            for entry in entries:
+                trial = vclock.copy()
+                try:
+                    assign_lsn(entry.rows, trial, entry.instance_id, now)
+                    data = encode_rows(entry.rows)
+                except (BrokenLsn, ValueError) as exc:
+                    # Only this entry is refused; it never reaches the file.
+                    if not isinstance(exc, BrokenLsn):
+                        log.error("can't encode a journal entry: %s", exc)
+                    entry.error = exc if isinstance(exc, BrokenLsn) \
+                        else ClientError(ErrorCode.ER_WAL_IO)
+                    continue
+                vclock = trial
+                entry.vclock = vclock.copy()
+                chunks.append(data)
+                buffered += len(data)
+                if FIXHEADER_SIZE + buffered >= AUTOCOMMIT_THRESHOLD:
+                    self._write_block(current, chunks)
+                    chunks, buffered = [], 0
+            if chunks:
+                self._write_block(current, chunks)
+            if self.mode == "fsync" and current.offset != start:
+                self.io.fsync(current.fd)
+        except Exception as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            log.error("%s: failed to write to disk: %s", current.path, reason)
+            try:
+                self.io.truncate(current.fd, start)
+                current.offset = start
+            except OSError as cut_exc:
+                # The tail cannot be cut: never append after it, start a new file.
+                log.error("%s: failed to truncate: %s", current.path, cut_exc)
+                self._abandon_file()
+            for entry in entries:
+                entry.vclock = None
+            raise
+        return vclock
+
+    def _write_block(self, current: _WalFile, chunks: list[bytes]) -> None:
+        block = encode_block(b"".join(chunks), compress=self.compress)
+        self.io.write(current.fd, block)
+        current.offset += len(block)
+
+    def _prepare_file(self) -> _WalFile:
+        """wal_opt_rotate(): close a full file, create the next one if none is open."""
+        current = self._file
+        if current is not None and current.offset >= self.max_size and current.has_rows:
+            self._close_file()
+            current = None
+        if current is None:
+            current = self._file = self._create_file(self._wal_vclock)
+        return current
+
+    def _create_file(self, vclock: VClock) -> _WalFile:
+        prev = self._index[-1].copy() if self._index else None
+        meta = XlogMeta(XLOG, self.instance_uuid, vclock.copy(), prev)
+        path = os.path.join(self.wal_dir, format_filename(vclock.signature, XLOG_EXT))
+        if os.path.exists(path):
+            raise FileExistsError(errno.EEXIST, f"file '{path}' already exists", path)
+        tmp = path + INPROGRESS_SUFFIX
+        fd = self.io.open_new(tmp)
+        header = meta.encode()
+        try:
+            self.io.write(fd, header)
+            os.rename(tmp, path)
+        except BaseException:
+            self.io.close(fd)
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        self._index.append(vclock.copy())
+        return _WalFile(path, fd, meta, len(header), header_size=len(header))
+
+    def _close_file(self) -> None:
+        current, self._file = self._file, None
+        if current is None:
+            return
+        try:
+            self.io.write(current.fd, EOF_MARKER_BYTES)
+            if self.mode != "none":
+                self.io.fsync(current.fd)
+        except OSError as exc:
+            log.error("%s: failed to close: %s", current.path, exc)
+        finally:
+            self.io.close(current.fd)
+
+    def _abandon_file(self) -> None:
+        current, self._file = self._file, None
+        if current is not None:
+            try:
+                self.io.close(current.fd)
+            except OSError:
+                pass
+
+    def _shutdown(self) -> None:
+        current = self._file
+        if current is None or self._wal_vclock.compare(current.meta.vclock) == 1:
+            try:
+                self._close_file()
+                path = os.path.join(self.wal_dir,
+                                    format_filename(self._wal_vclock.signature, XLOG_EXT))
+                if not os.path.exists(path):
+                    self._file = self._create_file(self._wal_vclock)
+            except OSError as exc:
+                log.error("failed to create the last xlog: %s", exc)
+        self._close_file()
+
+    def _collect_garbage(self, vclock: VClock) -> list[str]:
+        if self._file is None and vclock.signature >= self._wal_vclock.signature:
+            keep_from = vclock.signature
+        else:
+            older = [clock.signature for clock in self._index
+                     if clock.compare(vclock) in (-1, 0)]
+            if not older:
+                return []
+            keep_from = max(older)
+        removed = []
+        for clock in list(self._index):
+            if clock.signature >= keep_from:
+                continue
+            path = os.path.join(self.wal_dir, format_filename(clock.signature, XLOG_EXT))
+            if self._file is not None and path == self._file.path:
+                continue
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                log.error("error while removing %s: %s", path, exc)
+                continue
+            log.info("removed %s", path)
+            removed.append(path)
+            self._index.remove(clock)
+        return removed
+
+    # ------------------------------------------------------------------- startup
+
+    def _scan_index(self) -> None:
+        index = []
+        for entry in list_files(self.wal_dir, XLOG_EXT):
+            try:
+                meta = read_meta(entry.path)
+            except (XlogError, OSError) as exc:
+                log.error("XlogError: %s: %s", entry.path, exc)
+                continue
+            if meta.vclock is None or meta.signature != entry.signature:
+                continue
+            index.append(meta.vclock)
+        self._index = sorted(index, key=lambda clock: clock.signature)
+
+    def _open_current(self) -> _WalFile | None:
+        """Reopen the xlog named by the vclock for appending (wal_open): its EOF marker
+        and any torn tail are cut so new blocks follow the last whole one. A file whose
+        header cannot be read is renamed `.corrupted`, as 2.6.0 does."""
+        path = os.path.join(self.wal_dir, format_filename(self._wal_vclock.signature, XLOG_EXT))
+        if not os.path.exists(path):
+            return None
+        try:
+            with XlogReader(path, expected_type=XLOG, force_recovery=True,
+                            with_rows=False) as reader:
+                for _ in reader.blocks():
+                    pass
+                end = reader.position - (len(EOF_MARKER_BYTES) if reader.eof_marker else 0)
+                meta, header_size = reader.meta, reader.header_size
+            if meta.instance_uuid != self.instance_uuid:
+                raise XlogError(f"{path}: invalid instance UUID")
+        except (XlogError, ClientError) as exc:
+            log.error("XlogError: %s", exc)
+            log.warn("renaming corrupted %s", path)
+            os.rename(path, path + ".corrupted")
+            self._index = [c for c in self._index if c.signature != self._wal_vclock.signature]
+            return None
+        fd = os.open(path, os.O_RDWR)
+        try:
+            self.io.truncate(fd, end)
+        except BaseException:
+            os.close(fd)
+            raise
+        return _WalFile(path, fd, meta, end, header_size=header_size)
