@@ -296,7 +296,9 @@ def encode_header(row: XRow, sync: int = 0) -> bytes:
         # Single-statement transactions carry neither TSN nor FLAGS; members of a
         # multi-row one carry TSN = lsn - tsn, and the last one also FLAGS=COMMIT.
         if row.tsn != row.lsn or not row.is_commit:
-            out += (b"\x08", mp_encode_uint(row.lsn - row.tsn))
+            # 2.6.0 stores the difference as uint64: a local row written before the
+            # first global row of its transaction has tsn > lsn and wraps around.
+            out += (b"\x08", mp_encode_uint((row.lsn - row.tsn) & 0xFFFFFFFFFFFFFFFF))
         if row.is_commit and row.tsn != row.lsn:
             out += (b"\x09", mp_encode_uint(IprotoFlag.COMMIT))
     return bytes((0x80 | (len(out) // 2),)) + b"".join(out)
@@ -378,6 +380,8 @@ def _decode_header(buf: bytes, pos: int, end: int) -> tuple[XRow, int]:
     if tsn_field is None:
         row.tsn, row.is_commit = lsn, True
     else:
+        if tsn_field >= 1 << 63:     # the wrapped difference of a local row (see encode)
+            tsn_field -= 1 << 64
         row.tsn, row.is_commit = lsn - tsn_field, bool(flags & IprotoFlag.COMMIT)
     return row, pos
 

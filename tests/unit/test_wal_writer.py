@@ -534,9 +534,6 @@ def test_reader_sees_what_the_writer_wrote_through_the_real_reader(run, make_wri
     assert all(b.compressed for b in blocks) and sum(len(b.rows) for b in blocks) == 2000
 
 
-@pytest.mark.xfail(strict=True, reason="core/iproto/xrow.py must encode TSN as lsn - tsn "
-                   "modulo 2**64 (and decode it back the same way), as 2.6.0 does for a "
-                   "local row that precedes the first global row of a transaction")
 def test_mixed_local_and_global_transaction_is_written_as_2_6_0_writes_it(run, make_writer,
                                                                          tmp_path):
     writer = make_writer({1: 6})
