@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import time
 import uuid as uuid_module
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from spindle.core import log
 from spindle.core.iproto.constants import IprotoType
@@ -24,7 +24,7 @@ from spindle.core.vclock import VClock
 from spindle.core.version import VERSION_STRING
 from spindle.core.wal.checkpoint import Checkpointer, write_snapshot
 from spindle.core.wal.gc import GarbageCollector
-from spindle.core.wal.recovery import recover
+from spindle.core.wal.recovery import RecoveryProgress, recover
 from spindle.core.wal.writer import WalWriter
 
 from .schema import CLUSTER_ID, SCHEMA_ID, Schema, load_bootstrap_rows
@@ -49,6 +49,8 @@ class Box:
         self.status = "unconfigured"     # box.info.status: loading, running, orphan
         self.read_only_reasons: set[str] = set()
         self.started_at = time.monotonic()
+        # fn(RecoveryProgress) after every recovered block: the console draws a bar
+        self.on_recovery_progress: list[Callable[[RecoveryProgress], None]] = []
 
     # ------------------------------------------------------------ start-up
 
@@ -70,7 +72,8 @@ class Box:
         self.status = "loading"
         result = recover(memtx_dir, wal_dir, self._apply_snapshot_row, self._apply_wal_tx,
                          bool(cfg.get("force_recovery")),
-                         instance_uuid=cfg.get("instance_uuid"))
+                         instance_uuid=cfg.get("instance_uuid"),
+                         progress=self._recovery_progress)
         if result.bootstrap_needed:
             vclock = self._bootstrap(memtx_dir)
         else:
@@ -118,6 +121,10 @@ class Box:
         self.checkpointer.start_daemon()
 
     # ------------------------------------------------------------- recovery
+
+    def _recovery_progress(self, progress: RecoveryProgress) -> None:
+        for hook in self.on_recovery_progress:
+            hook(progress)
 
     def _apply_snapshot_row(self, row: XRow) -> None:
         request = decode_dml_body(row.body, row.type)
