@@ -3,9 +3,11 @@
     spindle cat FILE... [--from LSN] [--to LSN] [--space ID]... [--replica ID]...
                         [--show-system] [--format yaml|json|lua]
 
-Output is byte for byte what Tarantool 2.6.0's `tarantoolctl cat` prints on
-stdout (see cat_format for how), and, as it does, "Processing file 'FILE'" goes
-to stderr before each file. Filters follow tarantoolctl's filter_xlog():
+Output is what Tarantool 2.6.0's `tarantoolctl cat` prints on stdout, byte for
+byte except for the order of the keys of maps inside the data (tuple fields
+and the like), which spindle prints in their MsgPack order (see cat_record and
+cat_format); as tarantoolctl does, "Processing file 'FILE'" goes to stderr
+before each file. Filters follow tarantoolctl's filter_xlog():
 FROM <= lsn < TO; rows of system spaces (id < 512) only with --show-system or
 when their space is named by --space; --replica keeps rows from those replicas
 (and, with exactly one replica, stops reading a file at its first row with
@@ -35,8 +37,8 @@ from spindle.core.iproto.errors import ClientError
 from spindle.core.xlog.files import XlogReader
 from spindle.core.xlog.format import MARKER_SIZE, DataAfterEof, XlogError, XlogHeaderError
 
-from .cat_format import (FORMATTERS, build_record, record_replica_id, record_space_id)
-from .cat_luajit import LuaError, MsgpackError
+from .cat_format import FORMATTERS
+from .cat_record import CatError, build_record, record_replica_id, record_space_id
 
 PROG = "spindle cat"
 SYSTEM_SPACE_MAX = 512
@@ -216,9 +218,11 @@ class _Cat:
                         if verdict == "skip":
                             continue
                         text = formatter(record)
-                    except (LuaError, MsgpackError) as exc:
+                    except (CatError, RecursionError) as exc:
+                        reason = (exc if isinstance(exc, CatError)
+                                  else "values nested too deeply to print")
                         self.error(path, f"row with lsn {row.lsn} at block offset "
-                                         f"{block.offset}: {exc}")
+                                         f"{block.offset}: {reason}")
                         continue
                     finally:
                         if warnings:
@@ -304,9 +308,15 @@ def _file_size(path: str) -> int | None:
         return None
 
 
+# Values are decoded and printed recursively: room for deeply nested ones
+# (tarantoolctl prints a few hundred levels in yaml).
+RECURSION_LIMIT = 10000
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     options = parse_args(argv)
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
     output = _Output(sys.stdout.buffer, sys.stderr.buffer)
     cat = _Cat(options, output)
     try:

@@ -6,18 +6,32 @@
 * json and lua formats, filters and several files at once: stdout byte for byte
   equal to what `tarantoolctl cat` prints here and now;
 * a file written by Spindle's own XlogWriter with rows tarantool rarely writes
-  (NOP, local rows, CONFIRM/ROLLBACK, odd values);
+  (NOP, local rows, CONFIRM/ROLLBACK, odd values), and one with values that
+  exercise quoting, folding and number formats: the same rows as tarantoolctl;
 * damaged files: rows before the damage printed as tarantoolctl prints them, a
   message naming the file (and the offset of a corrupted block) on stderr, exit 1.
+
+Maps inside the data (tuple fields, operations...) are printed by spindle in
+the order of their keys in the MsgPack, by tarantoolctl in the order of its Lua
+hash tables. A row holding such a map with two keys or more is therefore
+compared parsed (`row_problem`): the same values, maps as sets of pairs, but
+the record's, HEADER's and BODY's keys in the same order. Every other row must
+be the same bytes. The fixture files have no such maps whose order differs.
 """
 from __future__ import annotations
 
+import json
+import math
+import re
 import shutil
+import struct
 import subprocess
 import sys
 from pathlib import Path
 
+import msgpack
 import pytest
+import yaml
 
 from spindle.core.iproto.constants import GroupId, IprotoType
 from spindle.core.iproto.xrow import XRow, encode_dml_body, synchro_row
@@ -59,6 +73,179 @@ def assert_same_stdout(args: list, cwd: Path | None = None) -> subprocess.Comple
 
 def processing(*names) -> bytes:
     return b"".join(f"Processing file '{name}'\n".encode() for name in names)
+
+
+# ---------------------------------------------------------------------------
+# Comparing rows whose data maps may be in another order.
+
+class _Map(list):
+    """A parsed mapping: its (key, value) pairs, in printed order."""
+
+
+class _YamlLoader(yaml.SafeLoader):
+    pass
+
+
+_YamlLoader.add_constructor(
+    "tag:yaml.org,2002:map",
+    lambda loader, node: _Map(loader.construct_pairs(node, deep=True)))
+
+_LUA_ROW = re.compile(rb"(box\.space\[\d+\]:\w+)\((.*)\)\n?", re.S)
+_LUA_TOKEN = re.compile(rb"\s*(\{|\}|\[|\]|=|,|'(?:\\x[0-9a-f]{2})*'"
+                        rb"|cdata<void \*>: NULL|[^\s{}\[\],=]+)")
+
+
+def _lua_values(text: bytes) -> list:
+    """The arguments of a `box.space[N]:op(...)` line: tables as _Map of
+    (key, value), scalars as their text."""
+    tokens, pos = [], 0
+    while pos < len(text):
+        match = _LUA_TOKEN.match(text, pos)
+        assert match, text[pos:]
+        tokens.append(match.group(1))
+        pos = match.end()
+
+    def value(i: int) -> tuple:
+        if tokens[i] != b"{":
+            return tokens[i], i + 1
+        pairs, i = _Map(), i + 1
+        while tokens[i] != b"}":
+            assert tokens[i] == b"["
+            key, i = value(i + 1)
+            assert tokens[i:i + 2] == [b"]", b"="]
+            item, i = value(i + 2)
+            pairs.append((key, item))
+            if tokens[i] == b",":
+                i += 1
+        return pairs, i + 1
+
+    values, i = [], 0
+    while i < len(tokens):
+        item, i = value(i)
+        values.append(item)
+        if i < len(tokens):
+            assert tokens[i] == b","
+            i += 1
+    return values
+
+
+def _canonical(value, depth: int):
+    """`value` with the pairs of maps deeper than record/HEADER/BODY sorted."""
+    if isinstance(value, _Map):
+        pairs = [(_canonical(k, depth + 1), _canonical(v, depth + 1)) for k, v in value]
+        if depth >= 2:
+            pairs.sort(key=repr)
+        return ("map", tuple(pairs))
+    if isinstance(value, list):
+        return ("seq", tuple(_canonical(item, depth + 1) for item in value))
+    return (type(value).__name__, value)
+
+
+def _has_data_map(value, depth: int, lua: bool = False) -> bool:
+    """Whether a map with two keys or more is inside the data (depth >= 2;
+    in lua, a table that is not an array)."""
+    if isinstance(value, _Map):
+        keys = [k for k, _ in value]
+        if depth >= 2 and len(value) > 1 and not (
+                lua and keys == [str(i).encode() for i in range(1, len(keys) + 1)]):
+            return True
+        return any(_has_data_map(k, depth + 1, lua) or _has_data_map(v, depth + 1, lua)
+                   for k, v in value)
+    if isinstance(value, list):
+        return any(_has_data_map(item, depth + 1, lua) for item in value)
+    return False
+
+
+def _parse_row(row: bytes, fmt: str) -> tuple:
+    """(canonical form, whether it holds a data map with several keys)."""
+    if fmt == "lua":
+        match = _LUA_ROW.fullmatch(row)
+        assert match, row
+        values = _lua_values(match.group(2))
+        return ((match.group(1), _canonical(values, 2)),
+                any(_has_data_map(v, 2, lua=True) for v in values))
+    if fmt == "json":
+        parsed = json.loads(row.decode("utf-8", "surrogateescape"), object_pairs_hook=_Map)
+    else:
+        parsed = yaml.load(row, Loader=_YamlLoader)
+    return _canonical(parsed, 0), _has_data_map(parsed, 0)
+
+
+def split_rows(out: bytes, fmt: str) -> list[bytes]:
+    if fmt == "yaml":
+        return out.split(b"\n---\n")
+    return out.splitlines(keepends=True)
+
+
+def row_problem(ours: bytes, theirs: bytes, fmt: str) -> str | None:
+    """None if the rows are the same bytes, or differ only in the order of the
+    keys of data maps with several keys; else what is wrong."""
+    if ours == theirs:
+        return None
+    try:
+        theirs_parsed, has_map = _parse_row(theirs, fmt)
+        ours_parsed, _ = _parse_row(ours, fmt)
+    except Exception as exc:     # noqa: BLE001 - reported as the difference
+        return f"unparsable row ({exc!r})"
+    if not has_map:
+        return "differs, and holds no map with several keys"
+    if ours_parsed != theirs_parsed:
+        return "differs in more than the order of map keys"
+    return None
+
+
+def output_problems(ours: bytes, theirs: bytes, fmt: str) -> tuple[list[str], int]:
+    """(problems, number of rows that differ only in map key order)."""
+    if ours == theirs:
+        return [], 0
+    a, b = split_rows(theirs, fmt), split_rows(ours, fmt)
+    if len(a) != len(b):
+        return [f"{len(b)} rows, tarantoolctl printed {len(a)}"], 0
+    problems, reordered = [], 0
+    for theirs_row, ours_row in zip(a, b):
+        if theirs_row == ours_row:
+            continue
+        problem = row_problem(ours_row, theirs_row, fmt)
+        if problem:
+            problems.append(f"{problem}:\n tarantoolctl: {theirs_row!r}\n spindle:      "
+                            f"{ours_row!r}")
+        else:
+            reordered += 1
+    return problems, reordered
+
+
+def assert_same_rows(args: list,
+                     cwd: Path | None = None) -> tuple[subprocess.CompletedProcess, int]:
+    """Like assert_same_stdout, rows holding data maps compared parsed;
+    also returns how many rows differ only in the order of map keys."""
+    fmt = args[args.index("--format") + 1] if "--format" in args else "yaml"
+    ours = run("spindle", args, cwd)
+    theirs = run("tarantoolctl", args, cwd)
+    assert theirs.returncode == 0, theirs.stderr.decode()
+    problems, reordered = output_problems(ours.stdout, theirs.stdout, fmt)
+    assert not problems, "\n".join(problems[:5])
+    assert ours.returncode == 0, ours.stderr.decode()
+    return ours, reordered
+
+
+def test_row_comparison():
+    """The comparison itself: strict where it must be."""
+    row = b"---\nHEADER:\n  lsn: 1\n  type: INSERT\nBODY:\n  space_id: 512\n"
+    two = row + b"  tuple: [1, {'a': 1, 'b': [2]}]\n"
+    assert row_problem(two, two.replace(b"'a': 1, 'b': [2]", b"'b': [2], 'a': 1"), "yaml") is None
+    assert row_problem(two, two.replace(b"'b': [2]", b"'b': [3]"), "yaml")
+    assert row_problem(two, two.replace(b"lsn: 1\n  type: INSERT", b"type: INSERT\n  lsn: 1"),
+                       "yaml")
+    one = row + b"  tuple: [1, {'a': 1}]\n"
+    assert row_problem(one, one.replace(b"[1, {", b"[1,\n    {"), "yaml")
+    assert row_problem(b'{"BODY":{"t":[{"a":1,"b":2}]}}\n', b'{"BODY":{"t":[{"b":2,"a":1}]}}\n',
+                       "json") is None
+    assert row_problem(b'{"BODY":{"t":[1,2]}}\n', b'{"BODY":{"t":[2,1]}}\n', "json")
+    lua = b"box.space[512]:insert({[1] = 1, [2] = {['\\x61'] = 1, [2] = true}})\n"
+    swapped = lua.replace(b"['\\x61'] = 1, [2] = true", b"[2] = true, ['\\x61'] = 1")
+    assert swapped != lua and row_problem(lua, swapped, "lua") is None
+    assert row_problem(lua, lua.replace(b"[1] = 1", b"[1] = 5"), "lua")
+    assert row_problem(lua, lua.replace(b"] = true", b"] = false"), "lua")
 
 
 # ---------------------------------------------------------------------------
@@ -177,7 +364,85 @@ def odd_xlog(tmp_path) -> Path:
 @pytest.mark.parametrize("extra", [[], ["--show-system"], ["--replica", "1"], ["--space", "600"]],
                          ids=" ".join)
 def test_spindle_written_file(odd_xlog, fmt, extra):
-    assert_same_stdout([odd_xlog.name, "--format", fmt, *extra], cwd=odd_xlog.parent)
+    """The same rows; only the first holds maps with several keys (its last
+    two fields), which may come out in another order."""
+    result, reordered = assert_same_rows([odd_xlog.name, "--format", fmt, *extra],
+                                         cwd=odd_xlog.parent)
+    assert reordered <= 1
+    if fmt == "yaml" and extra != ["--space", "600"]:
+        first = result.stdout.split(b"\n---\n")[0]
+        assert b"{1: 'one', 2: 'two'}, {3: 3, 's': 's', -1: 0}]" in first   # MsgPack order
+
+
+def _values_xlog(directory: Path, rows: list[bytes]) -> Path:
+    writer = XlogWriter.create(str(directory), XlogMeta("XLOG", UUID, VClock()), sync="never")
+    for lsn, body in enumerate(rows, 1):
+        writer.write_tx([XRow(type=IprotoType.INSERT, replica_id=1, lsn=lsn,
+                              timestamp=TS + lsn, body=body)])
+    writer.close()
+    return Path(writer.path)
+
+
+# Strings for the quoting rules: plain, quoted because they read as something
+# else, double-quoted, literal, binary, folded...
+ODD_STRINGS = [
+    "null", "Null", "~", "true", "True", "false", "yes", "Yes", "no", "on", "", "nil", "1",
+    "+1", "-1", "1.5", ".5", "5.", "1e5", "1e", ".", "0x10", "0x", "0x1p4", "0x.8", "0b11",
+    "1LL", "0b1.", "0b.0", "0b1.1", " 1 ", "\t1\n", "1 1", "inf", "-Infinity", "nan", "+nan",
+    ".inf", "1_000", "0777",
+    "1:2", "- a", "-", "--", "---", "...", "a b", "#", "a #b", "? a", ": a", "a:", "a:b", "!a",
+    "&a", "*a", "|", ">", "%", "@", "`", ",", "[", "]", "{", "}", "'", '"', "a b ", " a",
+    "a\n", "\na", "a\n\nb", "\n\n1", "1\n\n", "a\n\n", "a\nb", "\x85", "\u2028", "\ufeff",
+    "\x7f", "\t", "\r", "\0", "\x1b", "é", "\ue000", "\U0001F600", "\U0010FFFF", "\ufffe",
+    "\u200b", "a\tb", "a\rb", "a \n b", "\xa0", "x" * 200, "word " * 40, "a\n\n" * 30,
+    "emoji \U0001F600 " * 12, "\0 \t " * 30, "it's", "a\\b",
+]
+ODD_BINARY = [b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xc0\x80", b"a\xffb", b"\xef\xbf\xbe"]
+
+
+def _double(x: float) -> bytes:
+    return b"\xcb" + struct.pack(">d", x)
+
+
+ODD_NUMBERS = [msgpack.packb(i) for i in (
+    0, 127, 255, 2**32, 10**14 - 1, 10**14, 2**53, 2**63, 2**64 - 1, -1, -33, -2**31 - 1,
+    -(10**14 - 1), -10**14, -2**63)] + [_double(x) for x in (
+        0.0, -0.0, 0.5, 2.0, 1e14, 1e16, 2.0**63, 2.0**64, 2.0**64 - 2048, -2.0**63,
+        -2.0**63 - 2048, 1e300, 5e-324, 1 / 3, 1795308837.0353, math.inf, -math.inf, math.nan,
+        -math.nan, 12345678901234.5, -12345678901234.5, 1234567890123.25)] + [
+    b"\xca" + struct.pack(">f", 0.1), b"\xd0\x05", b"\xd3" + struct.pack(">q", 10**14),
+    b"\xc7\x03\x01\x02\x31\x4c",                  # decimal 3.14
+    b"\xd5\x01\xfd\x7d",                          # decimal -7E+3
+    b"\xd5\x01\x05\x0c",                          # decimal 0E-5
+    b"\xc7\x04\x01\x03\x01\x23\x4d",              # decimal -1.234
+    b"\xd8\x02" + bytes(range(16)),                # uuid
+]
+
+
+def _array(items: list[bytes]) -> bytes:
+    return b"\xdc" + struct.pack(">H", len(items)) + b"".join(items)
+
+
+@pytest.mark.parametrize("fmt", ["yaml", "json", "lua"])
+def test_values_print_like_tarantoolctl(tmp_path, fmt):
+    """Scalars of every kind in tuples (flow style), as single-key map keys and
+    values, and (yaml, json) as a body value of their own (block style): the
+    same bytes as tarantoolctl."""
+    pack = msgpack.packb
+    head = b"\x82\x10\xcd\x02\x00\x21"            # {space_id: 512, tuple: ...}
+    scalars = [pack(s) for s in ODD_STRINGS] + [pack(b) for b in ODD_BINARY] + ODD_NUMBERS
+    keys = [k for k in scalars if k not in (_double(math.nan), _double(-math.nan))]
+    rows = [head + _array([pack(n), item]) for n, item in enumerate(scalars)]
+    rows += [head + _array([b"\x81" + key + b"\xa1v", b"\x81\xa1k" + key]) for key in keys
+             if fmt != "json" or key[0] in range(0xa0, 0xc0) or key[:1] in (b"\xd9", b"\xc4")]
+    rows.append(head + _array([pack(n) for n in range(40)] + [_array(scalars[:60])]))
+    for length in (127, 128, 129):        # simple keys up to 128 bytes
+        rows += [head + _array([pack({key: 1})])
+                 for key in ("k" * length, "k" * (length % 2) + "ж" * (length // 2))]
+    if fmt != "lua":                      # tarantoolctl's lua writer wants tables
+        rows += [head + item for item in scalars]
+    path = _values_xlog(tmp_path, rows)
+    assert_same_stdout([path.name, "--format", fmt], cwd=tmp_path)
 
 
 def test_json_cannot_encode_every_key(tmp_path):
