@@ -1,9 +1,24 @@
 """Shared fixtures: a scheduler with a fake clock, and a helper to run code in a fiber."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
+from spindle.core import log
 from spindle.core.fiber import Scheduler
+
+
+@pytest.fixture(autouse=True)
+def isolate_process_state():
+    """The log sink/level and the working directory are process-wide (box.cfg sets
+    them, as Tarantool does): give every test a clean copy and put them back."""
+    sink, level, cwd = log.set_sink(None), log.level, os.getcwd()
+    log.set_sink(sink)
+    yield
+    log.set_sink(sink)
+    log.set_level(level)
+    os.chdir(cwd)
 
 
 class FakeClock:
