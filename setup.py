@@ -15,5 +15,5 @@ for folder, name in FOLDERS.items():
     packages += [f"{name}.{sub}" for sub in find_packages(folder)]
 
 setup(packages=packages, package_dir=package_dir,
-      package_data={"spindle.lua": ["*.lua", "modules/*.lua"], "spindle.core.box": ["bootstrap.mp"]},
+      package_data={"spindle.lua": ["*.lua", "modules/*.lua", "box/*.lua"], "spindle.core.box": ["bootstrap.mp"]},
       include_package_data=True)

@@ -87,6 +87,9 @@ class Schema:
         self.schema_version_row: tuple | None = None
         # replication hooks: fn(replica_id, old_uuid, new_uuid) after a _cluster change
         self.on_cluster_change: list[Callable[[int, str | None, str | None], None]] = []
+        # fn(space_id) after a `_space`/`_index` change of that space, or its undo
+        # (the Lua box.space follows the catalogue through it)
+        self.on_space_change: list[Callable[[int], None]] = []
         self._handlers = {
             SPACE_ID: self._on_space, INDEX_ID: self._on_index, USER_ID: self._on_user,
             PRIV_ID: self._on_priv, FUNC_ID: self._on_func, CLUSTER_ID: self._on_cluster,
@@ -118,6 +121,7 @@ class Schema:
             txns = self.engine.txns
             if txns.current is not None:
                 txns.current.on_rollback.add(lambda txn: self._undo(handler, old, new, undo))
+            self._notify_space_change(handler, old, new)
         return on_replace
 
     def _undo(self, handler, old, new, undo) -> None:
@@ -126,6 +130,13 @@ class Schema:
         else:
             handler(new, old)
         self.version += 1
+        self._notify_space_change(handler, old, new)
+
+    def _notify_space_change(self, handler, old, new) -> None:
+        if self.on_space_change and handler in (self._on_space, self._on_index):
+            space_id = (new if new is not None else old)[0]
+            for hook in self.on_space_change:
+                hook(space_id)
 
     # ------------------------------------------------------------------ _space
 
@@ -193,16 +204,27 @@ class Schema:
             previous = space.indexes.get(new[1])
             if previous is not None and self._same_index(previous.index_def, new):
                 return lambda: None       # a system index re-read from a snapshot
+            if previous is not None and self._same_index(previous.index_def, new,
+                                                         ignore_name=True):
+                old_name = previous.name   # a rename: keep the built index
+                self._rename_index(previous, new[2])
+                return lambda: self._rename_index(previous, old_name)
             space.drop_index(new[1])
             space.create_index(self._index_def(new))
             return lambda: self._replace_index(space, new[1], previous)
         space.create_index(self._index_def(new))
         return lambda: space.drop_index(new[1])
 
-    def _same_index(self, index_def: IndexDef, tup) -> bool:
+    def _same_index(self, index_def: IndexDef, tup, ignore_name: bool = False) -> bool:
         other = self._index_def(tup)
-        return (other.name, other.type, other.unique, list(other.key_def.parts)) == \
-            (index_def.name, index_def.type, index_def.unique, list(index_def.key_def.parts))
+        name_matches = ignore_name or other.name == index_def.name
+        return name_matches and (other.type, other.unique, list(other.key_def.parts)) == \
+            (index_def.type, index_def.unique, list(index_def.key_def.parts))
+
+    @staticmethod
+    def _rename_index(index, name: str) -> None:
+        index.name = name
+        index.index_def.name = name
 
     @staticmethod
     def _restore_index(space: Space, index) -> None:

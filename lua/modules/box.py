@@ -43,6 +43,10 @@ class BoxModule:
             runtime.table({"configure": self._configure}),
             runtime.wait, runtime.convert.NULL, runtime.to_lua(codes),
             runtime._error_helpers)
+        # The database and the rest of the box table (lua/box): box.cfg starts it.
+        from ..box import BoxStorage
+        self.storage = BoxStorage(self)
+        self.appliers.update(self.storage.appliers())
 
     # ------------------------------------------------------------------ box.cfg
 
@@ -53,10 +57,16 @@ class BoxModule:
         if not self.config.configured:
             values = self.config.first_configure(options)
             given = options or {}
-            for name, value in values.items():
-                if name in given and given[name] is not None:
-                    log.info("set '%s' configuration option to %s", name, _show(value))
-                    self._apply(name, value)
+            try:
+                for name, value in values.items():
+                    if name in given and given[name] is not None:
+                        log.info("set '%s' configuration option to %s", name, _show(value))
+                        self._apply(name, value)
+                self.storage.start(values)    # returns when the box is up
+            except BaseException:
+                self.config = Config()        # a failed first box.cfg leaves nothing
+                self.storage.stop()
+                raise
             for hook in self.on_first_configure:
                 hook(values)
         else:
@@ -106,4 +116,5 @@ def _show(value: Any) -> str:
 def build(instance):
     module = BoxModule(instance)
     instance.box = module
+    instance.storage = module.storage     # the database (lua/box), for other layers
     return module.lua_module

@@ -1,0 +1,157 @@
+"""The Lua face of the box: box.space, box.tuple, transactions, box.schema, box.info,
+box.snapshot, over one `Box` (core/box/box.py).
+
+`BoxStorage` is made with the `box` module (before box.cfg): it creates the Box, hooks
+the schema so box.space follows every DDL, and loads the Lua halves of the modules.
+box.tuple is usable at once; the rest is put into the `box` table by the first
+successful box.cfg, after `Box.start` (recovery or bootstrap, WAL, checkpoints) has
+finished. A failing start leaves nothing behind: a fresh Box replaces the broken one
+and box.cfg stays unconfigured.
+
+Module map: tuple.py (tuple representation and box.tuple), space.py (box.space,
+space and index objects, DML, triggers), txn.py, schema.py (box.schema over
+core/box/ddl.py), info.py (box.info, box.snapshot). box.session is
+lua/session.py's (it knows IPROTO sessions too).
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+from spindle.core import log
+from spindle.core.box.access import Access
+from spindle.core.box.box import Box
+from spindle.core.box.ddl import Ddl
+
+from spindle.core.box.schema import ADMIN
+from spindle.core.iproto.errors import BoxError
+from spindle.core.net.session import current_session
+
+from .info import InfoApi
+from .schema import SchemaApi
+from .space import SpaceApi
+from .tuple import TupleBridge
+from .txn import TxnApi
+
+
+class BoxStorage:
+    def __init__(self, module):
+        self.module = module
+        self.instance = module.instance
+        self.runtime = runtime = module.runtime
+        self.sched = runtime.sched
+        self.started = False
+        self._log_file = None
+        self._new_box()
+        box_table = module.lua_module
+        self.tuples = TupleBridge(runtime)
+        self.tuple_lua = self.tuples.lua
+        box_table[b"tuple"] = self.tuples.box_tuple
+        self.spaces = SpaceApi(self, box_table)
+        self.txn = TxnApi(self, box_table, self.spaces.lua)
+        self.schema = SchemaApi(self, box_table)
+        self.info = InfoApi(self, box_table)
+        self._installers = [api.lua[b"install"] for api in
+                            (self.spaces, self.txn, self.schema, self.info)]
+
+    def _new_box(self) -> None:
+        self.box = Box(self.sched)
+        self.box.schema.on_space_change.append(lambda space_id: self.spaces.space_changed(space_id))
+        self.access = Access(self.box.schema)
+        self.ddl = Ddl(self.box.engine, self.box.schema, self.euid,
+                       session_user_id=self.uid, access=self.access)
+
+    def euid(self) -> int:
+        """The effective user of the running fiber's session (admin without one)."""
+        session = current_session(self.sched.current)
+        return session.euid if session is not None else ADMIN
+
+    def uid(self) -> int:
+        session = current_session(self.sched.current)
+        return session.uid if session is not None else ADMIN
+
+    # ------------------------------------------------------------- box.cfg
+
+    def appliers(self) -> dict[str, Callable[[Any], None]]:
+        """Side effects of options (first box.cfg and later ones)."""
+        return {
+            "read_only": lambda value: self.box.set_read_only("config", bool(value)),
+            "checkpoint_interval": self._set_checkpoint_interval,
+            "checkpoint_count": self._set_checkpoint_count,
+            "log": self._set_log,
+        }
+
+    def start(self, values: dict) -> None:
+        """The storage part of the first box.cfg: runs in the configuring fiber (a
+        wait-request), returns when the box is up."""
+        cwd = os.getcwd()
+        try:
+            self.box.start(values)
+        except BaseException as exc:
+            self._discard_box()
+            os.chdir(cwd)
+            if isinstance(exc, OSError):
+                raise _system_error(exc) from exc
+            raise
+        self.started = True
+        config = self.module.config
+        config.set_runtime_uuids(self.box.instance_uuid, self.box.schema.replicaset_uuid)
+        self.spaces.install()
+        for install in self._installers:
+            install()
+
+    def _discard_box(self) -> None:
+        try:
+            self.box.stop()
+        except Exception as exc:   # noqa: BLE001 - the start error matters more
+            log.error("stopping a half-started box: %s", exc)
+        self._new_box()
+
+    def stop(self) -> None:
+        if self.started:
+            self.box.stop()
+        if self._log_file is not None:
+            log.set_sink(None)
+            self._log_file.close()
+            self._log_file = None
+
+    def _set_checkpoint_interval(self, value) -> None:
+        if self.box.checkpointer is not None:
+            self.box.checkpointer.set_interval(float(value))
+
+    def _set_checkpoint_count(self, value) -> None:
+        if self.box.gc is not None:
+            self.box.gc.set_checkpoint_count(int(value))
+
+    def _set_log(self, value) -> None:
+        """The static `log` option: a file (plain path or 'file:path') gets the log;
+        pipes and syslog are not supported and leave the log on stderr."""
+        if not value or not isinstance(value, str):
+            return
+        kind, _, target = value.partition(":")
+        if not target:
+            kind, target = "file", value
+        if kind != "file":
+            log.warn("log destination '%s' is not supported, logging to stderr", value)
+            return
+        work_dir = self.module.config.as_dict().get("work_dir")
+        if work_dir:      # as in Tarantool, a relative log path is in work_dir
+            target = os.path.join(work_dir, target)
+            os.makedirs(work_dir, exist_ok=True)
+        log_file = open(target, "a", buffering=1, encoding="utf-8", errors="replace")
+        self._log_file = log_file
+
+        def sink(line: str) -> None:
+            try:
+                log_file.write(line + "\n")
+            except (OSError, ValueError):
+                pass
+        log.set_sink(sink)
+
+
+def _system_error(exc: OSError) -> BoxError:
+    """A failed file operation of the box as Tarantool's SystemError."""
+    where = f" '{exc.filename}'" if exc.filename else ""
+    error = BoxError(f"{exc.strerror or exc}{where}")
+    error.type = "SystemError"
+    return error

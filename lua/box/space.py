@@ -1,0 +1,315 @@
+"""box.space for Lua: the natives behind space and index objects (lua/box/space.lua).
+
+How box.space stays current: Schema calls `on_space_change(space_id)` after every
+change of a `_space` or `_index` row and after undoing one (lua/box hooks it), and
+`SpaceApi.space_changed` pushes the space's new description (or None: dropped) into
+Lua, which updates box.space[id] / box.space[name] and the space's index objects in
+place, as Tarantool's on_alter_space trigger does. So box.space is a plain table
+(plain field access, printable) and follows DDL from anywhere: Lua, IPROTO,
+replication, recovery, and rollbacks.
+
+Blocking rule: every DML may commit (an autocommit statement waits for the WAL), so
+space.lua calls the DML natives directly only inside a transaction and through
+wait() otherwise; both paths run the same functions here, which take raw Lua
+arguments and return Lua values. Reads never block.
+
+Iteration (index:pairs) holds nothing in Python between steps: Lua keeps the key,
+the iterator type and the last tuple it handed out, and asks for the next chunk
+after that tuple (`iterate_after`), so a chunk never outlives a change made by Lua
+DML (space.lua drops the rest of a chunk when any DML ran meanwhile).
+"""
+from __future__ import annotations
+
+import itertools
+import random
+from typing import Any, Callable
+
+from spindle.core import log
+from spindle.core.box.index import HashIndex, TreeIndex, _REVERSE
+from spindle.core.box.space import NULL_TUPLE, Space
+from spindle.core.iproto.constants import IteratorType
+from spindle.core.iproto.errors import ClientError, ErrorCode
+
+from ..errors import LuaError
+from ..runtime import read_source
+
+UINT32_MAX = 4294967295
+
+
+class SpaceApi:
+    def __init__(self, storage, box_table):
+        self.storage = storage
+        self.runtime = runtime = storage.runtime
+        self.tuples = storage.tuples
+        self._to_py = runtime.to_py
+        natives = {
+            "in_txn": lambda: self.engine.txns.current is not None,
+            "get": self.get, "select": self.select, "count": self.count,
+            "min": self.min, "max": self.max, "random": self.random,
+            "len": self.len, "bsize": self.bsize, "index_bsize": self.index_bsize,
+            "iterator_check": self.iterator_check, "iterator_next": self.iterator_next,
+            "set_trigger": self.set_trigger, "frommap": self.frommap,
+        }
+        dml = {"insert": self.insert, "replace": self.replace, "update": self.update,
+               "upsert": self.upsert, "delete": self.delete}
+        natives.update(dml)
+        bridge = runtime.bridge
+        chunk = runtime.load(read_source("box/space.lua"), "@box/space.lua")
+        self.lua = chunk(
+            runtime.table({k: bridge(v, convert_args=False) for k, v in natives.items()}),
+            runtime.table(dml), runtime.wait, storage.tuple_lua, box_table)
+        self._refresh = self.lua[b"refresh"]
+        self._run_on_replace = self.lua[b"run_on_replace"]
+        self._run_before_replace = self.lua[b"run_before_replace"]
+        self.trigger_reset = self.lua[b"trigger_reset"]
+        self.installed = False
+
+    @property
+    def engine(self):
+        return self.storage.box.engine
+
+    # ------------------------------------------------------------ box.space
+
+    def install(self) -> None:
+        """Build box.space from the catalogue (after the first box.cfg)."""
+        self.installed = True
+        for space_id in sorted(self.engine.spaces):
+            self.space_changed(space_id)
+
+    def space_changed(self, space_id: int) -> None:
+        """Schema hook: push the space's description to Lua. Never raises (it runs
+        inside DDL statements and their rollback)."""
+        if not self.installed:
+            return
+        space = self.engine.find_space(space_id)
+        try:
+            self.runtime.invoke(self._refresh, space_id,
+                                None if space is None else describe(space))
+        except Exception as exc:   # noqa: BLE001 - a broken box.space must not break DDL
+            log.error("box.space update for space %s failed: %s", space_id, exc)
+
+    # ------------------------------------------------------------------ DML
+
+    def _writable(self, space_id) -> Space:
+        space = self.engine.space(self._to_py(space_id))
+        if (self.storage.box.read_only and not space.is_temporary
+                and not space.is_local):
+            raise ClientError(ErrorCode.ER_READONLY)
+        return space
+
+    def insert(self, space_id, tup):
+        space = self._writable(space_id)
+        return self.tuples.to_lua(space.insert(self.tuples.from_lua(tup)))
+
+    def replace(self, space_id, tup):
+        space = self._writable(space_id)
+        return self.tuples.to_lua(space.replace(self.tuples.from_lua(tup)))
+
+    def update(self, space_id, index_id, key, ops):
+        space = self._writable(space_id)
+        from_lua = self.tuples.from_lua
+        return self.tuples.to_lua(space.update(from_lua(key), from_lua(ops),
+                                               index_id=self._to_py(index_id)))
+
+    def upsert(self, space_id, tup, ops):
+        space = self._writable(space_id)
+        from_lua = self.tuples.from_lua
+        space.upsert(from_lua(tup), from_lua(ops))
+
+    def delete(self, space_id, index_id, key):
+        space = self._writable(space_id)
+        return self.tuples.to_lua(space.delete(self.tuples.from_lua(key),
+                                               index_id=self._to_py(index_id)))
+
+    # ---------------------------------------------------------------- reads
+
+    def _index(self, space_id, index_id):
+        return self.engine.space(self._to_py(space_id)).index(self._to_py(index_id))
+
+    def get(self, space_id, index_id, key):
+        return self.tuples.to_lua(self._index(space_id, index_id).get(self._to_py(key)))
+
+    def select(self, space_id, index_id, key, iterator, offset, limit):
+        index = self._index(space_id, index_id)
+        limit = self._to_py(limit)
+        rows = index.select(self._to_py(key), self._to_py(iterator),
+                            offset=int(self._to_py(offset)),
+                            limit=None if limit >= UINT32_MAX else int(limit))
+        return self.tuples.list_to_lua(rows)
+
+    def count(self, space_id, index_id, key, iterator):
+        return self._index(space_id, index_id).count(self._to_py(key), self._to_py(iterator))
+
+    def min(self, space_id, index_id, key):
+        return self.tuples.to_lua(self._index(space_id, index_id).min(self._to_py(key)))
+
+    def max(self, space_id, index_id, key):
+        return self.tuples.to_lua(self._index(space_id, index_id).max(self._to_py(key)))
+
+    def random(self, space_id, index_id, rnd):
+        index = self._index(space_id, index_id)
+        size = len(index)
+        if size == 0:
+            return None
+        seed = self._to_py(rnd)
+        position = int(seed if seed is not None else random.getrandbits(32)) % size
+        return self.tuples.to_lua(next(itertools.islice(index.tuples(), position, None)))
+
+    def len(self, space_id, index_id):
+        return len(self._index(space_id, index_id))
+
+    def bsize(self, space_id):
+        return self.engine.space(self._to_py(space_id)).bsize()
+
+    def index_bsize(self, space_id, index_id):
+        return self._index(space_id, index_id).bsize()
+
+    def iterator_check(self, space_id, index_id, key, iterator) -> None:
+        """Validate key and iterator type when pairs() is called, as Tarantool does."""
+        self._index(space_id, index_id).pairs(self._to_py(key), self._to_py(iterator))
+
+    def iterator_next(self, space_id, index_id, key, iterator, after, count):
+        """Up to `count` tuples of the iteration, continuing after tuple `after`."""
+        index = self._index(space_id, index_id)
+        key, iterator = self._to_py(key), self._to_py(iterator)
+        if after is None:
+            source = index.pairs(key, iterator)
+        else:
+            it, key = index._prepare(key, iterator)
+            source = iterate_after(index, it, key, self._to_py(after))
+        return self.tuples.list_to_lua(list(itertools.islice(source, int(count))))
+
+    def frommap(self, space_id, mapping):
+        """space:frommap(): a tuple built from {field name = value}, checked against
+        the space format."""
+        space = self.engine.space(self._to_py(space_id))
+        values = self._to_py(mapping)
+        names = space.field_names
+        fields: list[Any] = []
+        for name, value in (values.items() if isinstance(values, dict) else ()):
+            no = names.get(name) if isinstance(name, str) else None
+            if no is None:
+                raise LuaError(f"Unknown field '{name}'")
+            fields.extend([None] * (no + 1 - len(fields)))
+            fields[no] = value
+        space.validate_tuple(fields)
+        return self.tuples.to_lua(fields)
+
+    # ------------------------------------------------------------- triggers
+
+    def set_trigger(self, space_id, kind, on) -> None:
+        """Install (or remove) the one Python trigger that runs a space's Lua
+        triggers of `kind` ('on_replace' or 'before_replace')."""
+        space = self.engine.space(self._to_py(space_id))
+        kind = self._to_py(kind)
+        triggers = space.on_replace if kind == "on_replace" else space.before_replace
+        installed = getattr(space, "_lua_" + kind, None)
+        if on and installed is None:
+            make = self._on_replace_trigger if kind == "on_replace" else self._before_trigger
+            dispatcher = make(space.id)
+            setattr(space, "_lua_" + kind, dispatcher)
+            triggers.add(dispatcher)
+        elif not on and installed is not None:
+            triggers.remove(installed)
+            setattr(space, "_lua_" + kind, None)
+
+    def _on_replace_trigger(self, space_id: int) -> Callable:
+        invoke, to_lua, run = self.runtime.invoke, self.tuples.to_lua, self._run_on_replace
+
+        def on_replace(old, new, space_name, op):
+            invoke(run, space_id, to_lua(old), to_lua(new), space_name, op)
+        return on_replace
+
+    def _before_trigger(self, space_id: int) -> Callable:
+        invoke, to_lua, run = self.runtime.invoke, self.tuples.to_lua, self._run_before_replace
+        from_lua = self.tuples.from_lua
+
+        def before_replace(old, new, space_name, op):
+            result = invoke(run, space_id, to_lua(old), to_lua(new), space_name, op)
+            kind = result[0] if result else 0
+            if kind == 0:
+                return None            # nothing changed
+            if kind == 1:
+                return NULL_TUPLE      # `return nil`: skip the statement
+            if kind == 3:
+                return old             # the old tuple: skip as well
+            return tuple(from_lua(result[1]))
+        return before_replace
+
+
+# -------------------------------------------------------------------- helpers
+
+def describe(space: Space) -> dict:
+    """What a Lua space object shows, plus the format names for tuples."""
+    flags = space.flags
+    return {
+        "id": space.id,
+        "name": space.name,
+        "engine": space.engine,
+        "field_count": space.field_count,
+        "temporary": bool(flags.get("temporary")),
+        "is_local": space.is_local,
+        "is_sync": space.is_sync,
+        "enabled": 0 in space.indexes,
+        "names": {name: no + 1 for name, no in space.field_names.items()},
+        "indexes": [describe_index(space, index) for index in space.indexes.values()],
+    }
+
+
+def describe_index(space: Space, index) -> dict:
+    parts = []
+    for part in index.key_def.parts:
+        shown = {"type": part.type.value, "is_nullable": part.is_nullable,
+                 "fieldno": part.fieldno + 1}
+        if part.collation is not None:
+            shown["collation"] = part.collation
+        path = getattr(part, "path", None)
+        if path:
+            shown["path"] = path
+        parts.append(shown)
+    return {"id": index.id, "name": index.name, "type": index.type.value,
+            "unique": index.unique, "space_id": space.id, "parts": parts}
+
+
+def iterate_after(index, it: IteratorType, key: list, after: Any):
+    """The rest of an iteration of `index` (type `it`, search key `key`) that has
+    handed out tuple `after`: what the index's own iterator would return next,
+    re-seeking from `after`'s position (it may have been deleted meanwhile)."""
+    if isinstance(index, TreeIndex):
+        return _tree_after(index, it, key, after)
+    if isinstance(index, HashIndex):
+        return _hash_after(index, it, after)
+    raise ClientError(ErrorCode.ER_UNSUPPORTED, index.type.value, "iteration")
+
+
+def _tree_after(index: TreeIndex, it: IteratorType, key: list, after: Any):
+    data = index._data
+    m = len(key)
+    reverse = it in _REVERSE
+    stop_on_mismatch = m > 0 and it in (IteratorType.EQ, IteratorType.REQ)
+    prefix = index.key_def.key_sort_key(key) if stop_on_mismatch else ()
+    current = index._entry_key(after)
+    keys = data.keys()
+    while True:
+        pos = data.bisect_left(current) - 1 if reverse else data.bisect_right(current)
+        if not 0 <= pos < len(data):
+            return
+        current = keys[pos]
+        if stop_on_mismatch and current[:m] != prefix:
+            return
+        yield data[current]
+
+
+def _hash_after(index: HashIndex, it: IteratorType, after: Any):
+    if it is IteratorType.EQ:
+        return
+    data = index._data
+    keys = list(data)
+    try:
+        start = keys.index(index._entry_key(after)) + 1
+    except ValueError:
+        return    # the last tuple is gone: its place in the table is unknown
+    for k in keys[start:]:
+        tup = data.get(k)
+        if tup is not None:
+            yield tup
