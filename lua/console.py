@@ -80,6 +80,7 @@ class ConsoleEngine:
         if self.delimiter and stripped.endswith(self.delimiter):
             text = stripped[: -len(self.delimiter)]
         fiber = self.sched.spawn(self._evaluate, text, name="console", start=False)
+        fiber.storage["txn_key"] = self
         fiber.set_joinable(True)
         self._statement = fiber
         try:
@@ -111,6 +112,11 @@ class ConsoleEngine:
         except LuaError:
             fn = self.runtime.load(text)
         ok, packed, count = self.runtime.call(self._protect, fn)
+        # The console now waits for the next line: in Tarantool that wait is a yield
+        # of the console fiber, which aborts a transaction the line left open.
+        storage = getattr(self.instance, "storage", None)
+        if storage is not None:
+            storage.box.engine.txns.abort_on_yield()
         if self.output == "lua":
             return self._lua_display(ok, packed, count)
         try:

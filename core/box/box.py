@@ -37,7 +37,8 @@ DML_TYPES = (IprotoType.INSERT, IprotoType.REPLACE, IprotoType.UPDATE,
 class Box:
     def __init__(self, sched):
         self.sched = sched
-        self.engine = Engine(journal=None, fiber_key=lambda: sched.current)
+        self.engine = Engine(journal=None, fiber_key=txn_key(sched))
+        sched.on_yield = lambda fiber: self.engine.txns.abort_on_yield()
         self.schema = Schema(self.engine)
         self._bootstrap_rows = load_bootstrap_rows()
         self.schema.create_system_spaces(self._bootstrap_rows)
@@ -219,6 +220,16 @@ class Box:
             self.checkpointer.stop_daemon()
         if self.wal is not None:
             self.wal.stop()
+
+
+def txn_key(sched) -> Callable[[], Any]:
+    """A transaction belongs to its fiber, unless the fiber names another owner in
+    its storage under "txn_key" (console statements run in fibers of their own but
+    share the console session's transaction, as one console fiber would)."""
+    def key():
+        fiber = sched.current
+        return fiber.storage.get("txn_key", fiber) if fiber is not None else None
+    return key
 
 
 def _is_local_row(row: XRow) -> bool:

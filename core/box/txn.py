@@ -228,8 +228,8 @@ class TxnManager:
         if autocommit:
             txn = Txn(autocommit=True)
             self._txns[self.fiber_key()] = txn
-        elif txn.aborted_by_yield:
-            raise ClientError(ErrorCode.ER_TRANSACTION_YIELD)
+        # A transaction aborted by a yield still takes statements in 2.6.0 (checked
+        # against the binary); only its commit fails, with ER_TRANSACTION_YIELD.
         position = len(txn.statements)
         stmt = Statement(space, request)
         txn.statements.append(stmt)

@@ -68,6 +68,9 @@ class Scheduler:
         # switching then would corrupt lupa's state bookkeeping (DESIGN §2).
         self.switch_forbidden = 0
         self.stalls: list[tuple[str, float]] = []
+        # fn(fiber) when a fiber gives up the CPU: box aborts a memtx transaction
+        # that spans a yield, as Tarantool does. One slot: the hot path stays cheap.
+        self.on_yield: Callable[[Fiber], None] | None = None
         self._segment_fiber: Fiber | None = None
         self._segment_start = 0.0
         self.wall_time = time.time()     # fiber.time(): cached once per loop iteration
@@ -141,6 +144,8 @@ class Scheduler:
         Returns False on timeout. Never raises for cancellation: callers decide."""
         self._check_switch_allowed()
         fiber = self.current
+        if self.on_yield is not None:
+            self.on_yield(fiber)
         fiber._wait_token += 1
         fiber._timed_out = False
         if timeout is not None:

@@ -47,7 +47,9 @@ class TxnApi:
             fiber.on_exit.append(self._rollback_on_exit)
 
     def _rollback_on_exit(self, fiber) -> None:
-        if self.txns.current is not None:
+        # A transaction owned by a session (the console's, see core/box/box.py txn_key)
+        # outlives the statement fiber that began it.
+        if "txn_key" not in fiber.storage and self.txns.current is not None:
             self.txns.rollback()
 
     def prepare_commit(self) -> bool:

@@ -222,10 +222,11 @@ def test_abort_on_yield(engine, space, journal):
     space.insert([2])
     txns.abort_on_yield()
     assert space.select() == [(1,)]
-    e = err(space.insert, [3])
+    space.insert([3])                     # 2.6.0 still takes statements...
+    e = err(txns.commit)                  # ...but the commit fails and undoes them
     assert e.code == ErrorCode.ER_TRANSACTION_YIELD
     assert str(e) == "Transaction has been aborted by a fiber yield"
-    assert str(err(txns.commit)) == "Transaction has been aborted by a fiber yield"
+    assert space.select() == [(1,)]
     assert not txns.is_in_txn() and len(journal.batches) == 1
     txns.abort_on_yield()                 # no transaction: nothing happens
 
