@@ -16,6 +16,7 @@ from spindle.lua.console import ConsoleEngine
 from spindle.lua.instance import Instance
 
 from .link import TxLink
+from .recovery_bar import RecoveryBar
 
 
 class Launcher:
@@ -25,6 +26,10 @@ class Launcher:
         self.chunks, self.interactive = chunks, interactive
         self.instance = Instance()
         self.sched = self.instance.sched
+        self._recovery_bar = RecoveryBar()
+        storage = self.instance.storage
+        storage.recovery_progress_hooks.append(self._recovery_bar)
+        storage.box.on_recovery_progress.append(self._recovery_bar)
 
     def run(self) -> int:
         status = 0

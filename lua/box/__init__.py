@@ -42,6 +42,8 @@ class BoxStorage:
         self.sched = runtime.sched
         self.started = False
         self._log_file = None
+        # hooks every Box gets (a failed first box.cfg replaces the Box)
+        self.recovery_progress_hooks: list = []
         self._new_box()
         box_table = module.lua_module
         self.tuples = TupleBridge(runtime)
@@ -56,6 +58,7 @@ class BoxStorage:
 
     def _new_box(self) -> None:
         self.box = Box(self.sched)
+        self.box.on_recovery_progress.extend(self.recovery_progress_hooks)
         self.box.schema.on_space_change.append(lambda space_id: self.spaces.space_changed(space_id))
         self.access = Access(self.box.schema)
         self.ddl = Ddl(self.box.engine, self.box.schema, self.euid,
