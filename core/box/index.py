@@ -252,6 +252,26 @@ class Index:
     def __iter__(self) -> Iterator[Any]:
         return iter(self.tuples())
 
+    # Storage shared by TREE (a SortedDict) and HASH (a dict): `_data` maps an entry
+    # key (from `_entry_key(tuple)`) to the tuple.
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def _lookup(self, key: tuple) -> Any:
+        return self._data.get(key)
+
+    def _store(self, key: tuple, tup: Any) -> None:
+        self._data[key] = tup
+
+    def _delete_raw(self, tup: Any) -> None:
+        del self._data[self._entry_key(tup)]
+
+    def _values(self):
+        return self._data.values()
+
+    def clear(self) -> None:
+        self._data.clear()
+
 
 class TreeIndex(Index):
     type = IndexType.TREE
@@ -278,24 +298,6 @@ class TreeIndex(Index):
                     return key + pk.tuple_sort_key(tup)
                 return key
             self._entry_key = entry_key
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def _lookup(self, key: tuple) -> Any:
-        return self._data.get(key)
-
-    def _store(self, key: tuple, tup: Any) -> None:
-        self._data[key] = tup
-
-    def _delete_raw(self, tup: Any) -> None:
-        del self._data[self._entry_key(tup)]
-
-    def _values(self):
-        return self._data.values()
-
-    def clear(self) -> None:
-        self._data.clear()
 
     def _validate_iterator(self, it: IteratorType) -> None:
         if it > IteratorType.GT:
@@ -345,24 +347,6 @@ class HashIndex(Index):
         super().__init__(space, index_def, pk_def)
         self._data: dict = {}
         self._entry_key = self.key_def.tuple_sort_key
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def _lookup(self, key: tuple) -> Any:
-        return self._data.get(key)
-
-    def _store(self, key: tuple, tup: Any) -> None:
-        self._data[key] = tup
-
-    def _delete_raw(self, tup: Any) -> None:
-        del self._data[self._entry_key(tup)]
-
-    def _values(self):
-        return self._data.values()
-
-    def clear(self) -> None:
-        self._data.clear()
 
     def _validate_iterator(self, it: IteratorType) -> None:
         if it not in (IteratorType.EQ, IteratorType.ALL, IteratorType.GT):
