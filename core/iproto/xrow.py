@@ -92,11 +92,13 @@ class MsgpackError(ValueError):
     """Malformed or truncated MsgPack found by `mp_next`."""
 
 
-def mp_next(buf: bytes, pos: int, end: int | None = None) -> int:
-    """Position right after the MsgPack value at `pos` (msgpuck's mp_check + mp_next).
+def mp_next(buf: bytes, pos: int, end: int | None = None, *, allow_c1: bool = False) -> int:
+    """Position right after the MsgPack value at `pos` (msgpuck's mp_check + mp_next);
+    MsgpackError if the value is malformed or overruns `end`.
 
-    Pure Python, meant for small values (headers, fixheader padding); row bodies
-    are skipped with the C unpacker instead.
+    `allow_c1`: count the never-valid byte 0xc1 as a one-byte value, as 2.6.0's
+    IPROTO packet check lets it through. Pure Python, meant for small values
+    (headers, fixheader padding); row bodies are skipped with the C unpacker.
     """
     if end is None:
         end = len(buf)
@@ -119,30 +121,33 @@ def mp_next(buf: bytes, pos: int, end: int | None = None) -> int:
         elif b in _FIXED_SIZE:
             pos += _FIXED_SIZE[b]
         elif b == 0xC1:
-            raise MsgpackError("invalid byte 0xc1")
-        elif b in (0xC4, 0xD9):
-            pos += 2 + (buf[pos + 1] if pos + 1 < end else 0)
-        elif b in (0xC5, 0xDA):
-            pos += 3 + (_unpack_u16(buf, pos + 1)[0] if pos + 3 <= end else 0)
-        elif b in (0xC6, 0xDB):
-            pos += 5 + (_unpack_u32(buf, pos + 1)[0] if pos + 5 <= end else 0)
-        elif b == 0xC7:
-            pos += 3 + (buf[pos + 1] if pos + 1 < end else 0)
-        elif b == 0xC8:
-            pos += 4 + (_unpack_u16(buf, pos + 1)[0] if pos + 3 <= end else 0)
-        elif b == 0xC9:
-            pos += 6 + (_unpack_u32(buf, pos + 1)[0] if pos + 5 <= end else 0)
-        elif b in (0xDC, 0xDE):
-            count = _unpack_u16(buf, pos + 1)[0] if pos + 3 <= end else 0
-            pos += 3
-            pending += count * (2 if b == 0xDE else 1)
-        else:  # 0xdd, 0xdf
-            count = _unpack_u32(buf, pos + 1)[0] if pos + 5 <= end else 0
-            pos += 5
-            pending += count * (2 if b == 0xDF else 1)
+            if not allow_c1:
+                raise MsgpackError("invalid byte 0xc1")
+            pos += 1
+        elif b in _SIZED:
+            width, extra = _SIZED[b]
+            pos += 1 + width + extra + _read_len(buf, pos + 1, width, end)
+        else:  # 0xdc 0xdd arrays, 0xde 0xdf maps
+            width = 2 if b in (0xDC, 0xDE) else 4
+            count = _read_len(buf, pos + 1, width, end)
+            pos += 1 + width
+            pending += count * (2 if b >= 0xDE else 1)
     if pos > end:
         raise MsgpackError("truncated value")
     return pos
+
+
+# first byte -> (bytes of the length field, extra bytes before the payload)
+_SIZED = {0xC4: (1, 0), 0xC5: (2, 0), 0xC6: (4, 0), 0xD9: (1, 0), 0xDA: (2, 0),
+          0xDB: (4, 0), 0xC7: (1, 1), 0xC8: (2, 1), 0xC9: (4, 1)}
+
+
+def _read_len(buf, pos: int, width: int, end: int) -> int:
+    if pos + width > end:
+        raise MsgpackError("truncated length")
+    if width == 1:
+        return buf[pos]
+    return (_unpack_u16 if width == 2 else _unpack_u32)(buf, pos)[0]
 
 
 def mp_encode_uint(value: int) -> bytes:

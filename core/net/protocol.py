@@ -27,7 +27,7 @@ from spindle.core.iproto.constants import (
 )
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
 from spindle.core.iproto.xrow import (
-    MP_TYPE_OF_BYTE, MsgpackError, MsgpackRaw, XRow, encode_reply_header, frame, pack,
+    MP_TYPE_OF_BYTE, MsgpackError, MsgpackRaw, mp_next, XRow, encode_reply_header, frame, pack,
 )
 
 # Largest packet (header + body) accepted; 2.6.0 refuses a longer one with
@@ -103,54 +103,10 @@ class FramingError(PacketError):
 # ---------------------------------------------------------------------------
 # MsgPack checks with msgpuck's rules (what 2.6.0 accepts as "valid MsgPack").
 
-_FIXED = {0xC0: 1, 0xC1: 1, 0xC2: 1, 0xC3: 1, 0xCA: 5, 0xCB: 9, 0xCC: 2, 0xCD: 3, 0xCE: 5,
-          0xCF: 9, 0xD0: 2, 0xD1: 3, 0xD2: 5, 0xD3: 9, 0xD4: 3, 0xD5: 4, 0xD6: 6, 0xD7: 10,
-          0xD8: 18}
-# first byte -> (bytes of the length field, extra bytes before the payload)
-_SIZED = {0xC4: (1, 0), 0xC5: (2, 0), 0xC6: (4, 0), 0xD9: (1, 0), 0xDA: (2, 0),
-          0xDB: (4, 0), 0xC7: (1, 1), 0xC8: (2, 1), 0xC9: (4, 1)}
-
-
-def _read_len(buf, pos: int, width: int, end: int) -> int:
-    if pos + width > end:
-        raise MsgpackError("truncated length")
-    if width == 1:
-        return buf[pos]
-    return (_unpack_u16 if width == 2 else _unpack_u32)(buf, pos)[0]
-
-
 def mp_check(buf, pos: int, end: int) -> int:
-    """End of the MsgPack value at `pos` (msgpuck's mp_check: 0xc1 counts as a
-    one-byte value, as 2.6.0 lets it through); MsgpackError if it overruns `end`."""
-    pending = 1
-    while pending:
-        if pos >= end:
-            raise MsgpackError("truncated value")
-        b = buf[pos]
-        pending -= 1
-        if b < 0x80 or b >= 0xE0:
-            pos += 1
-        elif b < 0x90:
-            pos += 1
-            pending += 2 * (b & 0x0F)
-        elif b < 0xA0:
-            pos += 1
-            pending += b & 0x0F
-        elif b < 0xC0:
-            pos += 1 + (b & 0x1F)
-        elif b in _FIXED:
-            pos += _FIXED[b]
-        elif b in _SIZED:
-            width, extra = _SIZED[b]
-            pos += 1 + width + extra + _read_len(buf, pos + 1, width, end)
-        else:  # 0xdc 0xdd arrays, 0xde 0xdf maps
-            width = 2 if b in (0xDC, 0xDE) else 4
-            count = _read_len(buf, pos + 1, width, end)
-            pos += 1 + width
-            pending += count * (2 if b >= 0xDE else 1)
-    if pos > end:
-        raise MsgpackError("value overruns the packet")
-    return pos
+    """End of the MsgPack value at `pos` with msgpuck's mp_check rules: 0xc1 counts as
+    a one-byte value, as 2.6.0 lets it through; MsgpackError if it overruns `end`."""
+    return mp_next(buf, pos, end, allow_c1=True)
 
 
 def _read_uint(buf, pos: int) -> tuple[int, int]:
