@@ -46,6 +46,8 @@ class Instance:
         """Serializer modules (json, yaml, msgpack, uuid) and the box table."""
         from .modules import registry
         registry.install(self)
+        from . import listen
+        listen.install(self)          # box.cfg.listen, the IPROTO executor, box.session
 
     def _exit_now(self, code) -> None:
         self.exit_code = int(code)

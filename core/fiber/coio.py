@@ -7,8 +7,10 @@ socket stays usable. Name resolution and other blocking work go to a thread thro
 from __future__ import annotations
 
 import errno
+import os
 import selectors
 import socket
+import stat
 import threading
 import time
 from typing import Any, Callable
@@ -134,6 +136,29 @@ def listen(sched, host: str, port: int, backlog: int = 1024) -> CoSocket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
+        sock.listen(backlog)
+    except OSError:
+        sock.close()
+        raise
+    return CoSocket(sched, sock)
+
+
+def listen_unix(sched, path: str, backlog: int = 1024) -> CoSocket:
+    """Listen on a unix socket; a stale socket file left by a dead process is
+    replaced (a live listener makes bind fail, as it should)."""
+    try:
+        if stat.S_ISSOCK(os.stat(path).st_mode):
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                if probe.connect_ex(path) != 0:
+                    os.unlink(path)
+            finally:
+                probe.close()
+    except FileNotFoundError:
+        pass
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(path)
         sock.listen(backlog)
     except OSError:
         sock.close()

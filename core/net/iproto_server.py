@@ -23,6 +23,7 @@ last one to leave, so no fiber ever waits on a closed descriptor.
 from __future__ import annotations
 
 import enum
+import os
 import time
 import traceback
 import uuid as uuid_module
@@ -30,7 +31,7 @@ from typing import Any, Callable
 
 from spindle.core import log
 from spindle.core.fiber import Cond
-from spindle.core.fiber.coio import SocketError, listen
+from spindle.core.fiber.coio import SocketError, listen, listen_unix
 from spindle.core.iproto.auth import SCRAMBLE_SIZE, check_scramble, generate_salt
 from spindle.core.iproto.constants import IprotoType
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode, FiberIsCancelled, TimedOut
@@ -50,6 +51,7 @@ LINGER_DEFAULT = 5.0                  # closing: how long to try to flush pendin
 GUEST_ID = GUEST.id
 _BATCH_MAX = 256                      # packets handled before the reader yields
 _NAME_IN_ERROR_MAX = 64               # BOX_INVALID_NAME_MAX: user names in errors are cut
+UNIX_HOST = "unix/"                   # IprotoServer(host=UNIX_HOST, port=path): a unix socket
 
 
 class ConnState(enum.Enum):
@@ -101,7 +103,10 @@ class IprotoConnection:
         self.sched = server.sched
         self.sock = sock
         self.state = ConnState.OPEN
-        self.session = Session(self.sched, format_peer(address),
+        peer = format_peer(address)
+        if not peer and server.host == UNIX_HOST:
+            peer = "unix/:(socket)"          # what 2.6.0 shows for a unix socket peer
+        self.session = Session(self.sched, peer,
                                schema_version=server.schema_version, push=self._push)
         self.reader = FrameReader(sock, server.readahead, server.max_packet)
         self.fibers: set = set()
@@ -237,7 +242,7 @@ class IprotoConnection:
         sync = request.sync
         reply = None
         try:
-            Session.bind_request(self.sched.current, sync)
+            self.session.bind_request(self.sched.current, sync)
             try:
                 server.check_schema(request.schema_version)
                 if isinstance(request, Auth):
@@ -482,9 +487,12 @@ class IprotoServer:
     # ------------------------------------------------------------- lifecycle
 
     @property
-    def address(self) -> tuple[str, int]:
+    def address(self) -> tuple[str, Any]:
+        """(host, port), or (UNIX_HOST, path) for a unix socket."""
         if self._listener is None:
             raise RuntimeError("the server is not listening")
+        if self.host == UNIX_HOST:
+            return UNIX_HOST, self.requested_port
         name = self._listener.name()
         return name[0], name[1]
 
@@ -495,13 +503,18 @@ class IprotoServer:
     @property
     def uri(self) -> str:
         host, port = self.address
+        if host == UNIX_HOST:
+            return f"unix/:{port}"
         return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
     def start(self) -> IprotoServer:
         """Bind and start accepting (fiber context not needed)."""
         if self._listener is not None:
             raise RuntimeError("the server is already started")
-        self._listener = listen(self.sched, self.host, self.requested_port)
+        if self.host == UNIX_HOST:
+            self._listener = listen_unix(self.sched, str(self.requested_port))
+        else:
+            self._listener = listen(self.sched, self.host, self.requested_port)
         self.stopping = False
         self._acceptor = self._spawn(self._accept_loop, name="iproto.acceptor")
         log.info("binary: bound to %s", self.uri)
@@ -530,11 +543,48 @@ class IprotoServer:
             self._fibers_changed.wait(remaining)
         if self._listener is not None and (self._acceptor is None
                                            or self._acceptor.status == "dead"):
-            self._listener.close()
-            self._listener = None
+            self._close_listener()
         return clean
 
+    def stop_listening(self, timeout: float = 5.0) -> None:
+        """Close the listening socket only: connections already accepted go on being
+        served (a box.cfg.listen change). `start()` may then listen again, on a
+        new `host`/`requested_port`. Waits (from a fiber) for the acceptor to end."""
+        acceptor, me = self._acceptor, self.sched.current
+        if acceptor is not None and acceptor is not me and acceptor.status != "dead":
+            self.sched.cancel(acceptor)
+            deadline = self.sched.clock() + timeout
+            while acceptor.status != "dead" and me is not None:
+                remaining = deadline - self.sched.clock()
+                if remaining <= 0:
+                    break
+                self._fibers_changed.wait(remaining)
+        self._acceptor = None
+        self._close_listener()
+
     def _accept_loop(self) -> None:
+        try:
+            self._accept_until_stopped()
+        finally:
+            # Cancelled by stop() or by the scheduler's shutdown: the port is free
+            # as soon as the acceptor is gone.
+            self._close_listener()
+
+    def _close_listener(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is None:
+            return
+        try:
+            listener.close()
+        except OSError:
+            pass
+        if self.host == UNIX_HOST:
+            try:
+                os.unlink(str(self.requested_port))
+            except OSError:
+                pass
+
+    def _accept_until_stopped(self) -> None:
         while not self.stopping:
             try:
                 sock, address = self._listener.accept()

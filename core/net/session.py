@@ -19,6 +19,12 @@ from spindle.core.iproto.errors import ClientError, ErrorCode
 
 _session_ids = itertools.count(1)
 _SYNC_KEY = "iproto.sync"
+SESSION_KEY = "box.session"       # fiber.storage key of the fiber's Session
+
+
+def current_session(fiber) -> "Session | None":
+    """The session a fiber serves (box.session.*), None if it has none yet."""
+    return fiber.storage.get(SESSION_KEY) if fiber is not None else None
 
 
 def next_session_id() -> int:
@@ -130,9 +136,13 @@ class Session:
         fiber = self.sched.current if self.sched is not None else None
         return fiber.storage.get(_SYNC_KEY, 0) if fiber is not None else 0
 
-    @staticmethod
-    def bind_request(fiber, sync: int) -> None:
+    def bind_request(self, fiber, sync: int) -> None:
+        """`fiber` serves request `sync` of this session (box.session.* in it)."""
         fiber.storage[_SYNC_KEY] = sync
+        fiber.storage[SESSION_KEY] = self
+
+    def bind(self, fiber) -> None:
+        fiber.storage[SESSION_KEY] = self
 
     @property
     def schema_version(self) -> int:

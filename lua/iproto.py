@@ -1,0 +1,424 @@
+"""The box executor: what IPROTO requests do to a configured box (2.6.0's box.cc,
+call.c and lua/call.c), behind core/net's protocol layer.
+
+* SELECT: space, then read access, then index, iterator and key checks (box_select);
+  `_v*` views read their source space and show a user only the rows it may see.
+* INSERT/REPLACE/UPDATE/UPSERT/DELETE (box_process1): space, then the read-only
+  refusal (temporary spaces excepted), then write access; each statement is its own
+  autocommit transaction through the Box's engine, whose journal is the WAL.
+* CALL/CALL_16: a function in `_func` needs execute on it (a setuid one runs as its
+  owner); any other name needs execute on the universe, and is looked up as Lua's
+  global `a.b.c` or `a.b:method`. CALL sends every returned value; CALL_16 turns
+  each one into a tuple as 1.6 did (see `call16_tuples`).
+* EVAL: execute on the universe, then the chunk runs with the arguments as `...`.
+* Lua errors go out as ER_PROC_LUA with their message; box.error objects keep their
+  code and type. A function may not leave a transaction open (ER_FUNCTION_TX_ACTIVE).
+* VOTE: the ballot {is_ro, is_loading, vclock, gc_vclock} in 2.6.0's key order
+  (is_loading is also true when box.cfg.read_only is, as 2.6.0 sends it).
+
+Every request runs in its own fiber (the server's), bound to its session, so
+box.session.* in Lua code called from here sees the connection's session.
+"""
+from __future__ import annotations
+
+import uuid as uuid_module
+from decimal import Decimal
+from typing import Any, Callable
+
+import lupa.luajit21 as lupa
+import msgpack
+
+from spindle.core.box.access import VIEW_SOURCE, Access, Priv
+from spindle.core.box.field_types import ext_hook, packb
+from spindle.core.iproto.constants import IprotoKey
+from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
+from spindle.core.iproto.xrow import DmlRequest, MsgpackRaw
+from spindle.core.net import requests as rq
+from spindle.core.net.executor import IprotoExecutor
+from spindle.core.net.session import AuthUser, Session, SessionUser
+
+from .errors import LuaError
+
+BALLOT_IS_RO, BALLOT_VCLOCK, BALLOT_GC_VCLOCK, BALLOT_IS_LOADING = 0x01, 0x02, 0x03, 0x04
+_INT_MIN, _UINT_MAX = -(1 << 63), (1 << 64) - 1
+
+# Name resolution of CALL, as box_lua_find(): every '.' piece but the last must be a
+# table; 'obj:method' calls method with obj as self; the callee must be a function
+# or a table (a callable one). Returns found, results...
+_CALL_LUA = b"""
+local find, sub = string.find, string.sub
+local function resolve(name)
+    local scope, start = _G, 1
+    while true do
+        local dot = find(name, '.', start, true)
+        if dot == nil then break end
+        scope = scope[sub(name, start, dot - 1)]
+        if type(scope) ~= 'table' then return nil end
+        start = dot + 1
+    end
+    local object
+    local colon = find(name, ':', start, true)
+    if colon ~= nil then
+        object = scope[sub(name, start, colon - 1)]
+        local kind = type(object)
+        if kind ~= 'table' and kind ~= 'userdata' then return nil end
+        scope, start = object, colon + 1
+    end
+    local fn = scope[sub(name, start)]
+    local kind = type(fn)
+    if kind ~= 'function' and kind ~= 'table' then return nil end
+    if kind == 'table' then
+        local mt = debug.getmetatable(fn)
+        if mt == nil or mt.__call == nil then
+            -- what lua_call from C says: no position, no variable name
+            error('attempt to call a table value', 0)
+        end
+    end
+    return fn, object, colon ~= nil
+end
+return function(name, ...)
+    local fn, object, is_method = resolve(name)
+    if fn == nil then
+        return false
+    end
+    if is_method then
+        return true, fn(object, ...)
+    end
+    return true, fn(...)
+end
+"""
+
+
+class LoadingError(ClientError):
+    def __init__(self):
+        super().__init__(ErrorCode.ER_LOADING)
+
+
+def proc_lua_error(message: str) -> BoxError:
+    """A Lua-side failure as 2.6.0 reports it: LuajitError, ER_PROC_LUA."""
+    exc = LuaError(message)
+    exc.code = ErrorCode.ER_PROC_LUA
+    return exc
+
+
+class BoxExecutor(IprotoExecutor):
+    """The executor of core/net/executor.py for a Box (core/box/box.py) and the
+    instance's Lua runtime. `box_provider()` gives the Box once box.cfg has started
+    it (None before: requests then get ER_LOADING, as during 2.6.0's recovery)."""
+
+    def __init__(self, runtime, box_provider: Callable[[], Any],
+                 access_provider: Callable[[], Access] | None = None):
+        self.runtime = runtime
+        self.sched = runtime.sched
+        self._box_provider = box_provider
+        self._access_provider = access_provider
+        self._access: Access | None = None
+        self._access_schema = None
+        self._call_by_name = None
+        self._bodies: dict = {}
+        self.on_disconnect_hooks: list[Callable[[Session], None]] = []
+
+    # ------------------------------------------------------------- the box
+
+    @property
+    def box(self):
+        box = self._box_provider()
+        if box is None or box.status in ("unconfigured", "loading"):
+            raise LoadingError()
+        return box
+
+    @property
+    def access(self) -> Access:
+        box = self.box
+        if self._access_provider is not None:
+            return self._access_provider()
+        if self._access is None or self._access_schema is not box.schema:
+            self._access, self._access_schema = Access(box.schema), box.schema
+        return self._access
+
+    def instance_uuid(self) -> str | None:
+        box = self._box_provider()
+        return box.instance_uuid if box is not None else None
+
+    def schema_version(self) -> int:
+        box = self._box_provider()
+        return box.schema.version if box is not None else 0
+
+    # ------------------------------------------------------------ sessions
+
+    def find_user(self, name: str) -> AuthUser | None:
+        user = self.box.schema.user_by_name(name)
+        if user is None or user.type != "user":
+            return None
+        return AuthUser(user.id, user.name, user.password_hash)
+
+    def check_session(self, session: Session, user: AuthUser) -> None:
+        self.access.check_session(user.id)
+
+    def on_disconnect(self, session: Session) -> None:
+        for hook in self.on_disconnect_hooks:
+            hook(session)
+
+    # ------------------------------------------------------------ dispatch
+
+    def execute(self, session: Session, request: rq.Request) -> Any:
+        if isinstance(request, rq.Select):
+            return self.select(session, request)
+        if isinstance(request, (rq.Insert, rq.Update, rq.Upsert, rq.Delete)):
+            return self.dml(session, request)
+        if isinstance(request, rq.Call):
+            return self.call(session, request)
+        if isinstance(request, rq.Eval):
+            return self.eval(session, request)
+        if isinstance(request, rq.Vote):
+            return {IprotoKey.BALLOT: self.ballot()}
+        if isinstance(request, rq.VoteDeprecated):
+            return {IprotoKey.VCLOCK: self._wire_vclock(self.box.vclock)}
+        if isinstance(request, rq.Execute):
+            raise ClientError(ErrorCode.ER_UNSUPPORTED, "Spindle", "SQL")
+        raise ClientError(ErrorCode.ER_UNKNOWN_REQUEST_TYPE, request.type)
+
+    # ---------------------------------------------------------------- data
+
+    def _space(self, space_id: int):
+        space = self.box.engine.find_space(space_id)
+        if space is None:
+            raise ClientError(ErrorCode.ER_NO_SUCH_SPACE, str(space_id))
+        return space
+
+    def select(self, session: Session, request: rq.Select) -> list:
+        space = self._space(request.space_id)
+        user_id = session.euid
+        self.access.check_space(user_id, space, Priv.R)
+        key = _from_wire(request.key)
+        if space.engine == "sysview":
+            rows = self._view_select(space, request, key, user_id)
+        else:
+            rows = space.index(request.index_id).select(
+                key, request.iterator, offset=request.offset, limit=request.limit)
+        return [MsgpackRaw(packb(row)) for row in rows]
+
+    def _view_select(self, view, request: rq.Select, key: list, user_id: int) -> list:
+        view.index(request.index_id)            # the view's own index must exist
+        source = self.box.engine.space(VIEW_SOURCE[view.id])
+        access = self.access
+        offset, limit, out = request.offset, request.limit, []
+        if limit <= 0:
+            return out
+        for row in source.index(request.index_id).pairs(key, request.iterator):
+            if not access.visible(user_id, view.id, row):
+                continue
+            if offset:
+                offset -= 1
+                continue
+            out.append(row)
+            if len(out) >= limit:
+                break
+        return out
+
+    def dml(self, session: Session, request: rq.Request) -> list:
+        box = self.box
+        space = self._space(request.space_id)
+        if not space.is_temporary and box.read_only:
+            raise ClientError(ErrorCode.ER_READONLY)
+        self.access.check_space(session.euid, space, Priv.W)
+        if space.engine == "sysview":
+            raise ClientError(ErrorCode.ER_VIEW_IS_RO, space.name)
+        result = space.execute_request(_dml_request(request))
+        if result is None or isinstance(request, rq.Upsert):
+            return []
+        return [MsgpackRaw(packb(result))]
+
+    # ----------------------------------------------------------- functions
+
+    def call(self, session: Session, request: rq.Call) -> list:
+        name = request.name
+        args = [_from_wire(arg) for arg in request.args]
+        func = self.box.schema.func_by_name(name)
+        if func is not None:
+            self.access.check_function(session.euid, func)
+            if func.setuid:
+                owner = self.box.schema.users.get(func.owner)
+                if owner is not None:
+                    with session.su(SessionUser(owner.id, owner.name)):
+                        results = self._run_function(name, func, args)
+                    return self._call_result(request, results)
+            results = self._run_function(name, func, args)
+        else:
+            self.access.check_universe(session.euid, Priv.X, "function", name)
+            results = self._run_global(name, args)
+        return self._call_result(request, results)
+
+    def _call_result(self, request: rq.Call, results: tuple) -> list:
+        values = [_to_wire(self.runtime.to_py(value)) for value in results]
+        if isinstance(request, rq.Call16):
+            values = call16_tuples(values)
+        return [MsgpackRaw(packb(value)) for value in values]
+
+    def _run_function(self, name: str, func, args: list) -> tuple:
+        if func.language.upper() != "LUA":
+            raise ClientError(ErrorCode.ER_UNSUPPORTED, "Spindle",
+                              f"{func.language} functions")
+        if func.body:
+            return self._guarded(lambda: self.runtime.call(self._compiled(func), *args))
+        return self._run_global(name, args)
+
+    def _compiled(self, func):
+        """The Lua function of a persistent function's body, compiled once per body
+        (on the main state: safe to keep)."""
+        key = (func.id, func.body)
+        compiled = self._bodies.get(key)
+        if compiled is None:
+            if len(self._bodies) > 1000:
+                self._bodies.clear()
+            compiled = self._bodies[key] = self.runtime.load(
+                "return " + func.body, "=" + func.name)()
+        return compiled
+
+    def _run_global(self, name: str, args: list) -> tuple:
+        if self._call_by_name is None:
+            self._call_by_name = self.runtime.load(_CALL_LUA, "=call")()
+        results = self._guarded(lambda: self.runtime.call(self._call_by_name, name, *args))
+        if not results or results[0] is not True:
+            encoded = name.encode("utf-8", "surrogateescape")
+            raise ClientError(ErrorCode.ER_NO_SUCH_PROC, len(encoded), name)
+        return results[1:]
+
+    def eval(self, session: Session, request: rq.Eval) -> list:
+        self.access.check_universe(session.euid, Priv.X)
+        args = [_from_wire(arg) for arg in request.args]
+
+        def run() -> tuple:
+            chunk = self.runtime.load(request.expr.encode("utf-8", "surrogateescape"), "=eval")
+            return self.runtime.call(chunk, *args)
+        results = self._guarded(run)
+        return [MsgpackRaw(packb(_to_wire(self.runtime.to_py(value)))) for value in results]
+
+    def _guarded(self, run: Callable[[], tuple]) -> tuple:
+        """Run Lua for a request: Lua errors become ER_PROC_LUA, and a transaction
+        the code left open is rolled back with ER_FUNCTION_TX_ACTIVE (2.6.0)."""
+        txns = self.box.engine.txns
+        try:
+            results = run()
+        except LuaError as exc:
+            if exc.code == ErrorCode.ER_UNKNOWN and type(exc) is LuaError:
+                exc.code = ErrorCode.ER_PROC_LUA
+            self._rollback_open(txns)
+            raise
+        except lupa.LuaError as exc:
+            self._rollback_open(txns)
+            raise proc_lua_error(str(exc)) from None
+        except BaseException:
+            self._rollback_open(txns)
+            raise
+        if txns.current is not None:
+            self._rollback_open(txns)
+            raise ClientError(ErrorCode.ER_FUNCTION_TX_ACTIVE)
+        return results
+
+    @staticmethod
+    def _rollback_open(txns) -> None:
+        if txns.current is not None:
+            txns.rollback()
+
+    # ---------------------------------------------------------------- vote
+
+    def ballot(self) -> dict:
+        box = self._box_provider()
+        loading = box is None or box.status in ("unconfigured", "loading")
+        cfg_ro = box is not None and "config" in box.read_only_reasons
+        vclock = box.vclock if box is not None else None
+        gc = getattr(box, "gc", None)
+        return {
+            BALLOT_IS_RO: cfg_ro,
+            # 2.6.0 sends its `is_ro` flag here: true while loading, then
+            # box.cfg.read_only (a read-only peer ranks like a loading one)
+            BALLOT_IS_LOADING: loading or cfg_ro,
+            BALLOT_VCLOCK: self._wire_vclock(vclock),
+            BALLOT_GC_VCLOCK: self._wire_vclock(gc.vclock if gc is not None else vclock),
+        }
+
+    @staticmethod
+    def _wire_vclock(vclock) -> dict:
+        return vclock.to_wire() if vclock is not None else {}
+
+
+# ------------------------------------------------------------------ values
+
+def _dml_request(request: rq.Request) -> DmlRequest:
+    if isinstance(request, rq.Insert):           # and Replace
+        return DmlRequest(type=request.type, space_id=request.space_id,
+                          tuple=_from_wire(request.tuple))
+    if isinstance(request, rq.Update):
+        return DmlRequest(type=request.type, space_id=request.space_id,
+                          index_id=request.index_id, index_base=request.index_base,
+                          key=_from_wire(request.key), ops=_from_wire(request.ops))
+    if isinstance(request, rq.Upsert):
+        return DmlRequest(type=request.type, space_id=request.space_id,
+                          index_base=request.index_base, tuple=_from_wire(request.tuple),
+                          ops=_from_wire(request.ops))
+    return DmlRequest(type=request.type, space_id=request.space_id,
+                      index_id=request.index_id, key=_from_wire(request.key))
+
+
+def _from_wire(value: Any) -> Any:
+    """Network values as box stores them: MsgPack extensions (uuid, decimal) decoded."""
+    kind = type(value)
+    if kind is list or kind is tuple:
+        return [_from_wire(item) for item in value]
+    if kind is dict:
+        return {_from_wire(k): _from_wire(v) for k, v in value.items()}
+    if kind is msgpack.ExtType:
+        return ext_hook(value.code, value.data)
+    return value
+
+
+def _to_wire(value: Any) -> Any:
+    """A Lua result as 2.6.0's serializer encodes it: strings always as MsgPack str,
+    integral numbers out of the 64-bit range as doubles, functions and other Lua
+    objects refused."""
+    kind = type(value)
+    if kind is str or kind is bool or kind is float or value is None:
+        return value
+    if kind is int:
+        return value if _INT_MIN <= value <= _UINT_MAX else float(value)
+    if kind is bytes:
+        return value.decode("utf-8", "surrogateescape")
+    if kind is list or kind is tuple:
+        return [_to_wire(item) for item in value]
+    if kind is dict:
+        return {_to_wire(k): _to_wire(v) for k, v in value.items()}
+    if isinstance(value, (uuid_module.UUID, Decimal, msgpack.ExtType, bytearray)):
+        return value
+    lua_kind = lupa.lua_type(value)
+    if lua_kind is not None:
+        raise proc_lua_error(f"unsupported Lua type '{lua_kind}'")
+    if isinstance(value, (list, tuple)):
+        return [_to_wire(item) for item in value]
+    raise proc_lua_error(f"unsupported Lua type '{type(value).__name__}'")
+
+
+def _is_array(value: Any) -> bool:
+    return isinstance(value, (list, tuple))
+
+
+def call16_tuples(values: list) -> list:
+    """CALL_16 results (luamp_encode_call_16 of 2.6.0): every returned value becomes a
+    tuple; a single returned array is a list of tuples, unless its first item is a
+    scalar (then it is one tuple); scalars among tuples are wrapped one by one."""
+    if len(values) != 1:
+        return [value if _is_array(value) else [value] for value in values]
+    root = values[0]
+    if not _is_array(root):
+        return [[root]]
+    if not root:
+        return [[]]
+    out = []
+    for position, item in enumerate(root):
+        if _is_array(item):
+            out.append(item)
+        elif position == 0:
+            return [root]
+        else:
+            out.append([item])
+    return out

@@ -1,0 +1,189 @@
+"""box.session for Lua: the session of the running fiber.
+
+A fiber serving an IPROTO request is bound to its connection's Session (the
+server does it: core/net/session.py `current_session`). Any other fiber (the
+startup script, the console, fiber.create bodies) gets a `background` session of
+its own on first use, as 2.6.0's session_create_on_demand does, acting as admin.
+
+Everything here only reads or changes Python state, so the natives are plain
+bridges; box.session.su(user, fn, ...) runs fn through the caller's own coroutine
+(pcall in Lua), so it may block.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from spindle.core.iproto.errors import ClientError, ErrorCode
+from spindle.core.iproto.xrow import MsgpackRaw
+from spindle.core.box.field_types import packb
+from spindle.core.net.session import ADMIN, SessionUser, Session, current_session
+
+from .runtime import Multi
+
+
+def _plain_error(message: str) -> Exception:
+    """An error Lua sees as a plain string, as 2.6.0 raises it with luaL_error."""
+    exc = ClientError(ErrorCode.ER_PROC_LUA, message)
+    exc.lua_plain = True
+    return exc
+
+_SESSION_LUA = b"""
+local native, session = ...
+local rawget, rawset, pcall, error, select, unpack = rawget, rawset, pcall, error, select, unpack
+session = session or {}
+local storages = {}
+
+local function define(name, fn)
+    if rawget(session, name) == nil then
+        rawset(session, name, fn)
+    end
+end
+
+local function pack(...)
+    return {n = select('#', ...), ...}
+end
+
+define('id', function() return native.id() end)
+define('exists', function(id) return native.exists(id) end)
+define('peer', function(id) return native.peer(id) end)
+define('sync', function() return native.sync() end)
+define('user', function() return native.user() end)
+define('type', function() return native.type() end)
+define('uid', function() return native.uid() end)
+define('euid', function() return native.euid() end)
+define('push', function(value, sync) return native.push(value, sync) end)
+define('su', function(user, fn, ...)
+    if fn == nil then
+        native.su_set(user)
+        return
+    end
+    native.su_push(user)
+    local result = pack(pcall(fn, ...))
+    native.su_pop()
+    if not result[1] then
+        error(result[2], 0)
+    end
+    return unpack(result, 2, result.n)
+end)
+
+-- box.session.storage: a table per session, dropped when the session ends
+local mt = getmetatable(session)
+if mt == nil then
+    mt = {}
+    setmetatable(session, mt)
+end
+if mt.__index == nil then
+    mt.__index = function(_, key)
+        if key == 'storage' then
+            local id = native.id()
+            local storage = storages[id]
+            if storage == nil then
+                storage = {}
+                storages[id] = storage
+            end
+            return storage
+        end
+    end
+end
+
+return session, function(id) storages[id] = nil end
+"""
+
+
+class SessionModule:
+    """The natives behind box.session; `box_provider()` gives the Box (or None)."""
+
+    def __init__(self, runtime, box_provider: Callable[[], Any]):
+        self.runtime = runtime
+        self.sched = runtime.sched
+        self._box_provider = box_provider
+        self.live: dict[int, Session] = {}      # connected sessions by id
+        self._drop_storage = None
+        self.natives = {
+            "id": lambda: self.current().id,
+            "exists": lambda sid=None: self._find(sid) is not None,
+            "peer": self._peer,
+            "sync": lambda: self.current().sync,
+            "user": lambda: self._user_name(self.current().user),
+            "type": lambda: self.current().type,
+            "uid": lambda: self.current().uid,
+            "euid": lambda: self.current().euid,
+            "push": self._push,
+            "su_set": lambda user: self.current().set_user(self._lookup(user)),
+            "su_push": lambda user: self.current().push_user(self._lookup(user)),
+            "su_pop": lambda: self.current().pop_user(),
+        }
+
+    # ------------------------------------------------------------- Lua side
+
+    def install(self, box_table) -> None:
+        """Define box.session (or fill in what an existing box.session lacks)."""
+        runtime = self.runtime
+        rawget = runtime.lua.eval("rawget")
+        existing = rawget(box_table, b"session")
+        natives = runtime.table({k: runtime.bridge(v) for k, v in self.natives.items()})
+        chunk = runtime.load(_SESSION_LUA, "=box.session")
+        session, self._drop_storage = chunk(natives, existing)
+        runtime.lua.eval("rawset")(box_table, b"session", session)
+
+    # ------------------------------------------------------------ sessions
+
+    def current(self) -> Session:
+        fiber = self.sched.current
+        session = current_session(fiber)
+        if session is None:
+            session = Session(self.sched, "", ADMIN)
+            session.type = "background"
+            if fiber is not None:
+                session.bind(fiber)
+        return session
+
+    def connected(self, session: Session) -> None:
+        self.live[session.id] = session
+
+    def disconnected(self, session: Session) -> None:
+        self.live.pop(session.id, None)
+        if self._drop_storage is not None:
+            self.runtime.invoke(self._drop_storage, session.id)
+
+    def _find(self, sid: Any) -> Session | None:
+        current = self.current()
+        if sid is None or sid == current.id:
+            return current
+        return self.live.get(sid)
+
+    def _peer(self, sid: Any = None) -> str | None:
+        session = self._find(sid)
+        if session is None:
+            raise _plain_error("session.peer(): session does not exist")
+        return session.peer or None
+
+    def _push(self, value: Any, sync: Any = None) -> Any:
+        from .iproto import _to_wire
+        session = self.current()
+        if session.type != "binary":
+            # 2.6.0 returns nil, error here instead of raising
+            err = ClientError(ErrorCode.ER_UNSUPPORTED, f"Session '{session.type}'", "push()")
+            return Multi((None, self.runtime.error_to_lua(err)))
+        session.push(MsgpackRaw(packb(_to_wire(value))), sync)
+        return True
+
+    # --------------------------------------------------------------- users
+
+    def _user_name(self, user: SessionUser) -> str:
+        box = self._box_provider()
+        if box is not None:
+            found = box.schema.users.get(user.id)
+            if found is not None:
+                return found.name
+        return user.name
+
+    def _lookup(self, user: Any) -> SessionUser:
+        box = self._box_provider()
+        if box is None:
+            raise ClientError(ErrorCode.ER_LOADING)
+        schema = box.schema
+        found = schema.users.get(user) if isinstance(user, int) else schema.user_by_name(user)
+        if found is None:
+            raise ClientError(ErrorCode.ER_NO_SUCH_USER, str(user))
+        return SessionUser(found.id, found.name)
