@@ -22,11 +22,13 @@ from pathlib import Path
 
 SPINDLE = str(Path(sys.executable).with_name("spindle"))
 
+# listen comes last, so a PING answered means the setup is done
 SERVER_LUA = """
-box.cfg{{listen = '127.0.0.1:{port}', wal_mode = 'write', log_level = 2}}
+box.cfg{{wal_mode = 'write', log_level = 2}}
 box.schema.user.grant('guest', 'read,write,execute', 'universe', nil, {{if_not_exists = true}})
 local s = box.schema.space.create('bench', {{if_not_exists = true}})
 s:create_index('pk', {{if_not_exists = true}})
+box.cfg{{listen = '127.0.0.1:{port}'}}
 """
 
 LUA_INSERTS = """

@@ -8,6 +8,7 @@ import threading
 import time
 from pathlib import Path
 
+import msgpack
 import pytest
 
 from spindle.core import log
@@ -108,9 +109,11 @@ def test_single_and_multi_row_transactions_get_lsn_tsn_and_commit_flag(run, make
         (1, 26, 26, True), (1, 27, 27, False), (1, 28, 27, False), (1, 29, 27, True)]
     assert all(r.timestamp > 0 for r in rows)
     # The header fields exactly as 2.6.0 writes them (fixture LSN 19-21).
-    headers = [r.encode_header() for r in rows]
-    assert b"\x08" not in headers[0][-3:]
-    assert headers[1].endswith(b"\x08\x00") and headers[3].endswith(b"\x08\x02\x09\x01")
+    headers = [msgpack.unpackb(r.encode_header()) for r in rows]
+    tsn_key, flags_key = 0x08, 0x09
+    assert tsn_key not in headers[0] and flags_key not in headers[0]   # a lone row
+    assert headers[1][tsn_key] == 0 and flags_key not in headers[1]    # first of three
+    assert headers[3][tsn_key] == 2 and headers[3][flags_key] == 1     # the commit row
 
 
 def test_replicated_rows_keep_their_origin_and_only_advance_the_vclock():
