@@ -29,6 +29,13 @@ _POOL_LIMIT = 1024          # greenlets kept for reuse (a fresh one costs ~10 µ
 _WAKEUP = object()          # selector key data of the wakeup socket
 
 
+def _mask(waiters: dict[int, Fiber]) -> int:
+    mask = 0
+    for event in waiters:
+        mask |= event
+    return mask
+
+
 class TimerHandle:
     """A callback scheduled on the hub; `cancel()` before it fires to drop it."""
 
@@ -56,6 +63,7 @@ class Scheduler:
         self._waker_w.setblocking(False)
         self._selector.register(self._waker_r, selectors.EVENT_READ, _WAKEUP)
         self._threadsafe: collections.deque = collections.deque()
+        self._io_waiters: dict[int, dict[int, Fiber]] = {}   # fd -> {event: fiber}
         self._wakeup_pending = False
         self._pool: list[greenlet.greenlet] = []
         self._fiber_ids = itertools.count(101)   # Tarantool reserves ids up to 100
@@ -183,31 +191,36 @@ class Scheduler:
     def wait_io(self, fileobj, events: int, timeout: float | None = None) -> bool:
         """Park until `fileobj` is readable/writable (selectors.EVENT_*) or timeout."""
         fiber = self.current
-        try:
-            key = self._selector.get_key(fileobj)
-            waiters = key.data
+        fd = fileobj if isinstance(fileobj, int) else fileobj.fileno()
+        # Our own fd -> waiters map: the selector's get_key() reports a miss with an
+        # exception that formats repr(fileobj), which costs more than the wait itself.
+        waiters = self._io_waiters.get(fd)
+        if waiters is None:
+            waiters = self._io_waiters[fd] = {events: fiber}
+            self._selector.register(fd, events, waiters)
+        else:
             if events in waiters:
                 raise BoxError("fd is already waited on by another fiber")
             waiters[events] = fiber
-            self._selector.modify(fileobj, key.events | events, waiters)
-        except KeyError:
-            self._selector.register(fileobj, events, {events: fiber})
+            self._selector.modify(fd, _mask(waiters), waiters)
         try:
             return self._park(timeout)
         finally:
-            self._unwatch(fileobj, events)
+            self._unwatch(fd, events)
 
-    def _unwatch(self, fileobj, events: int) -> None:
-        try:
-            key = self._selector.get_key(fileobj)
-        except (KeyError, ValueError):
+    def _unwatch(self, fd: int, events: int) -> None:
+        waiters = self._io_waiters.get(fd)
+        if waiters is None:
             return
-        key.data.pop(events, None)
-        remaining = key.events & ~events
-        if remaining:
-            self._selector.modify(fileobj, remaining, key.data)
-        else:
-            self._selector.unregister(fileobj)
+        waiters.pop(events, None)
+        try:
+            if waiters:
+                self._selector.modify(fd, _mask(waiters), waiters)
+            else:
+                del self._io_waiters[fd]
+                self._selector.unregister(fd)
+        except (KeyError, ValueError, OSError):
+            pass   # closed by another fiber while we waited
 
     def cancel(self, fiber: Fiber) -> None:
         """Sticky cancel: the flag stays set and every later blocking call raises."""
