@@ -151,7 +151,16 @@ def measure(binary: str, rows: int) -> dict[str, float]:
     return out
 
 
+def compile_bytecode() -> None:
+    """Measure a warm install: bytecode compiled, as scripts/spindle leaves it."""
+    root = Path(__file__).resolve().parents[2]
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "core"),
+                    str(root / "lua"), str(root / "shell")], check=False,
+                   stdout=subprocess.DEVNULL)
+
+
 def main() -> None:
+    compile_bytecode()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
     args = parser.parse_args()

@@ -19,6 +19,9 @@ spindle_venv() {
         echo "spindle: installing dependencies${extras:+ ($extras)}" >&2
         local spec="$root"; [ -n "$extras" ] && spec="$root[$extras]"
         "$venv/bin/python" -m pip install -q --disable-pip-version-check -e "$spec" >&2 || return 1
+        # Bytecode up front: start-up time matters (a shell may set PYTHONDONTWRITEBYTECODE,
+        # and then nothing would ever cache it).
+        "$venv/bin/python" -m compileall -q "$root/core" "$root/lua" "$root/shell" >/dev/null || true
         grep -q "^$want:" "$stamp" 2>/dev/null || : > "$stamp"
         echo "$want:${extras}" >> "$stamp"
         # runtime deps are a subset of every extras set
