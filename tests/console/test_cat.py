@@ -40,7 +40,7 @@ from spindle.core.xlog.files import XlogWriter
 from spindle.core.xlog.format import XlogMeta, decode_file
 
 SPINDLE = str(Path(sys.executable).parent / "spindle")
-FIXTURES = Path("/work/shared/fixtures/tarantool-2.6")
+FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "tarantool-2.6"
 FIXTURE_FILES = sorted(p for p in FIXTURES.glob("*/*") if p.suffix in (".xlog", ".snap"))
 MASTER = FIXTURES / "master"
 UUID = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"

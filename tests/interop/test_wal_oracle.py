@@ -29,7 +29,7 @@ from spindle.core.wal.writer import WalWriter
 from spindle.core.xlog.files import list_files
 from spindle.core.xlog.format import decode_file
 
-FIXTURES = Path("/work/shared/fixtures/tarantool-2.6")
+FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "tarantool-2.6"
 UUID1 = "11111111-1111-4111-8111-111111111111"
 TEST_SPACE = 512          # 'test' in the master fixture: {id unsigned, val string}
 CAT_BODY_KEYS = {"space_id": 0x10, "index_id": 0x11, "index_base": 0x15, "key": 0x20,

@@ -10,7 +10,7 @@ from spindle.core.iproto.errors import (
     LUA_HIDDEN_CODES, MESSAGES, BoxError, ClientError, ErrorCode, FiberIsCancelled,
     TimedOut, format_message)
 
-FIXTURE = Path("/work/shared/fixtures/tarantool-2.6/box_error_codes.txt")
+FIXTURE = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "tarantool-2.6" / "box_error_codes.txt"
 
 
 def _fixture_codes() -> dict[int, str]:

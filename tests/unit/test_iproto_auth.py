@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from spindle.core.iproto import auth
 from spindle.core.iproto.xrow import decode_row, unpack
 
-WIRE = Path("/work/shared/fixtures/tarantool-2.6/wire")
+WIRE = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "tarantool-2.6" / "wire"
 
 # (greeting salt, password, scramble the 2.6.0 applier sent) from two live captures
 VECTORS = [

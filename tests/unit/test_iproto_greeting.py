@@ -13,7 +13,7 @@ from spindle.core.iproto.greeting import (
     GREETING_SIZE, Greeting, decode_greeting, encode_greeting,
 )
 
-WIRE = Path("/work/shared/fixtures/tarantool-2.6/wire")
+WIRE = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "tarantool-2.6" / "wire"
 UUID1 = "11111111-1111-4111-8111-111111111111"
 CAPTURES = [WIRE / "join-subscribe" / "conn1-s2c.bin",
             WIRE / "anon-fetch-register" / "conn1-s2c.bin",

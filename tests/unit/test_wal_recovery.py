@@ -29,7 +29,7 @@ from spindle.core.wal.recovery import XlogGapError, recover
 from spindle.core.xlog.files import XlogWriter
 from spindle.core.xlog.format import XlogError, XlogMeta
 
-FIXTURES = Path("/work/shared/fixtures/tarantool-2.6")
+FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "tarantool-2.6"
 UUID1 = "11111111-1111-4111-8111-111111111111"
 UUID2 = "22222222-2222-4222-8222-222222222222"
 XLOG0 = "00000000000000000000.xlog"

@@ -21,7 +21,7 @@ from spindle.core.wal.writer import WalIO, WalWriter, assign_lsn
 from spindle.core.xlog.files import XlogReader, list_files, read_meta
 from spindle.core.xlog.format import EOF_MARKER_BYTES, decode_file
 
-FIXTURES = Path("/work/shared/fixtures/tarantool-2.6")
+FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "tarantool-2.6"
 UUID1 = "11111111-1111-4111-8111-111111111111"
 
 

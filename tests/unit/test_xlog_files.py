@@ -20,7 +20,7 @@ from spindle.core.xlog.format import (
     XlogError, XlogHeaderError, XlogMeta, decode_file,
 )
 
-FIXTURES = Path("/work/shared/fixtures/tarantool-2.6")
+FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "tarantool-2.6"
 UUID1 = "11111111-1111-4111-8111-111111111111"
 UUID2 = "22222222-2222-4222-8222-222222222222"
 

@@ -17,7 +17,7 @@ from spindle.core.xlog.format import (
     encode_fixheader, encode_rows, encode_tx, parse_meta, split_transactions, zstd_decompress,
 )
 
-FIXTURES = Path("/work/shared/fixtures/tarantool-2.6")
+FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "tarantool-2.6"
 FILES = sorted(p for p in FIXTURES.glob("*/*") if p.suffix in (".xlog", ".snap"))
 UUID1 = "11111111-1111-4111-8111-111111111111"
 CAT_BODY_KEYS = {"space_id": 0x10, "index_id": 0x11, "index_base": 0x15, "key": 0x20,

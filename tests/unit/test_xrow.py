@@ -14,7 +14,7 @@ from spindle.core.iproto.xrow import (
     encode_snapshot_body, encode_synchro_body, frame, mp_next, pack, synchro_row, unpack,
 )
 
-WIRE = Path("/work/shared/fixtures/tarantool-2.6/wire")
+WIRE = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "tarantool-2.6" / "wire"
 GREETING_SIZE = 128
 
 
