@@ -182,15 +182,15 @@ class Box:
     # ---------------------------------------------------------- checkpoints
 
     def read_view(self) -> Iterable:
-        """A consistent view for a snapshot: references to every stored tuple now
-        (tuples are immutable, so later writes cannot change what it holds)."""
-        view = []
+        """A consistent view for a snapshot. In tx only each space's primary key is
+        copied (a list of references: tuples are immutable, so later writes cannot
+        change what it holds); the rows are produced lazily in the snapshot thread."""
+        captured = []
         for space in sorted(self.engine.spaces.values(), key=lambda s: s.id):
             if space.is_temporary or space.primary is None or space.engine != "memtx":
                 continue
-            group = space.group_id
-            view.extend((space.id, tup, group) for tup in space.primary.tuples())
-        return view
+            captured.append((space.id, space.group_id, space.primary.snapshot_tuples()))
+        return _view_rows(captured)
 
     def snapshot(self) -> None:
         if self.checkpointer is None:
@@ -220,6 +220,12 @@ class Box:
             self.checkpointer.stop_daemon()
         if self.wal is not None:
             self.wal.stop()
+
+
+def _view_rows(captured):
+    for space_id, group, tuples in captured:
+        for tup in tuples:
+            yield space_id, tup, group
 
 
 def txn_key(sched) -> Callable[[], Any]:
