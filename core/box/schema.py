@@ -209,9 +209,8 @@ class Schema:
                 old_name = previous.name   # a rename: keep the built index
                 self._rename_index(previous, new[2])
                 return lambda: self._rename_index(previous, old_name)
-            space.drop_index(new[1])
-            space.create_index(self._index_def(new))
-            return lambda: self._replace_index(space, new[1], previous)
+            before = space.alter_index(self._index_def(new))
+            return lambda: space.restore_indexes(before)
         space.create_index(self._index_def(new))
         return lambda: space.drop_index(new[1])
 
@@ -231,11 +230,6 @@ class Schema:
         space.indexes[index.index_def.id] = index
         space.indexes = dict(sorted(space.indexes.items()))
         space._rebuild_format()
-
-    def _replace_index(self, space: Space, iid: int, previous) -> None:
-        space.indexes.pop(iid, None)
-        if previous is not None:
-            self._restore_index(space, previous)
 
     # ---------------------------------------------------- users, privileges, funcs
 

@@ -225,7 +225,29 @@ class Space:
             raise ClientError(ErrorCode.ER_MORE_THAN_ONE_TUPLE)
         return idx
 
-    def create_index(self, index_def: IndexDef) -> Index:
+    def alter_index(self, index_def: IndexDef) -> dict[int, Index]:
+        """Replace index `index_def.id` with a new definition; returns the previous
+        index set (for undo). Altering the primary key rebuilds every index, since
+        non-unique secondaries order their entries by primary key too."""
+        previous = self.indexes
+        tuples = self._all_tuples()
+        defs = {iid: index.index_def for iid, index in previous.items()}
+        defs[index_def.id] = index_def
+        rebuild = sorted(defs) if index_def.id == 0 else [index_def.id]
+        self.indexes = {iid: index for iid, index in previous.items() if iid not in rebuild}
+        try:
+            for iid in rebuild:
+                self.create_index(defs[iid], tuples)
+        except BaseException:
+            self.restore_indexes(previous)
+            raise
+        return previous
+
+    def restore_indexes(self, indexes: dict[int, Index]) -> None:
+        self.indexes = indexes
+        self._rebuild_format()
+
+    def create_index(self, index_def: IndexDef, tuples: list | None = None) -> Index:
         """Add an index, built from the primary key's tuples (the memory part of an
         _index insert)."""
         if index_def.id in self.indexes:
@@ -252,7 +274,8 @@ class Space:
         previous = (self._checks, self._required)
         self._rebuild_format(extra=index_def)
         try:
-            tuples = self._all_tuples()
+            if tuples is None:
+                tuples = self._all_tuples()
             for tup in tuples:
                 self.validate_tuple(tup)
             index.build(tuples)

@@ -539,3 +539,31 @@ def test_lua_helpers():
     assert check_options({"a": None}, {}) == {}
     with pytest.raises(ClientError, match="unexpected option '1'"):
         check_options(["x"], {})
+
+
+def test_altering_the_primary_key_rebuilds_every_index():
+    """2.6.0 lets index_alter change a primary key that has secondaries; every index
+    is rebuilt (non-unique secondaries order by the primary key too), and a rollback
+    restores the old set."""
+    from spindle.core.box.schema import Schema, load_bootstrap_rows
+    from spindle.core.box.txn import Engine
+    engine = Engine()
+    schema = Schema(engine)
+    rows = load_bootstrap_rows()
+    schema.create_system_spaces(rows)
+    for space_id, tup in rows:
+        engine.space(space_id).replace(tup)
+    engine.space("_space").insert([512, 1, "t", "memtx", 0, {}, []])
+    index = engine.space("_index")
+    index.insert([512, 0, "pk", "tree", {"unique": True}, [[0, "unsigned"]]])
+    index.insert([512, 1, "sk", "tree", {"unique": False}, [[1, "string"]]])
+    space = engine.space("t")
+    for i in range(1, 6):
+        space.insert([i, "same", 10 - i])
+    engine.txns.begin()
+    index.replace([512, 0, "pk", "tree", {"unique": True}, [[2, "unsigned"]]])
+    assert [t[0] for t in space.select()] == [5, 4, 3, 2, 1]          # by field 3 now
+    assert [t[0] for t in space.index(1).select("same")] == [5, 4, 3, 2, 1]
+    engine.txns.rollback()
+    assert [t[0] for t in space.select()] == [1, 2, 3, 4, 5]
+    assert [t[0] for t in space.index(1).select("same")] == [1, 2, 3, 4, 5]
