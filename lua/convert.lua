@@ -37,7 +37,20 @@ end
 
 local int64_t, uint64_t = ffi.typeof('int64_t'), ffi.typeof('uint64_t')
 
--- ('null') | ('int', decimal text) | ('other', tostring)
+-- The uuid module declares `struct tt_uuid` after this chunk loads: look it up late.
+local uuid_t
+local function is_uuid(value)
+    if uuid_t == nil then
+        local ok, t = pcall(ffi.typeof, 'struct tt_uuid')
+        if not ok then
+            return false
+        end
+        uuid_t = t
+    end
+    return ffi.istype(uuid_t, value)
+end
+
+-- ('null') | ('int', decimal text) | ('uuid', text) | ('other', tostring)
 local function cdata_info(value)
     if value == nil then
         return 'null'
@@ -46,7 +59,16 @@ local function cdata_info(value)
         local text = tostring(value):gsub('U?LL$', '')
         return 'int', text
     end
+    if is_uuid(value) then
+        return 'uuid', tostring(value)
+    end
     return 'other', tostring(value)
+end
+
+-- A uuid cdata from its text, through the uuid module (text if it is not loaded).
+local function make_uuid(text)
+    local module = package.loaded.uuid
+    return module and module.fromstr(text) or text
 end
 
 local function make_int64(negative, hi, lo)
@@ -59,6 +81,7 @@ end
 return {
     classify = classify,
     cdata_info = cdata_info,
+    make_uuid = make_uuid,
     make_int64 = make_int64,
     NULL = NULL,
     map_mt = map_mt,

@@ -10,6 +10,7 @@ lists/tuples -> arrays, dicts -> maps (an empty dict keeps a map hint).
 """
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import lupa.luajit21 as lupa
@@ -22,6 +23,7 @@ class Converter:
         self._lua = runtime
         self._classify = helpers[b"classify"]
         self._cdata_info = helpers[b"cdata_info"]
+        self._make_uuid = helpers[b"make_uuid"]
         self._make_int64 = helpers[b"make_int64"]
         self._setmetatable = helpers[b"setmetatable"]
         self._tostring = helpers[b"tostring"]
@@ -52,6 +54,8 @@ class Converter:
                 return None
             if info[0] == b"int":
                 return int(info[1])
+            if info[0] == b"uuid":
+                return uuid.UUID(info[1].decode())
             return info[1].decode(errors="replace")
         return value   # functions, coroutines, userdata, Python objects
 
@@ -92,7 +96,12 @@ class Converter:
             for k, v in value.items():
                 table[self.to_lua(k)] = self._element(v)
             return table
+        if kind is uuid.UUID:
+            return self.make_uuid(value)
         return value   # lupa objects and Python objects pass as they are
+
+    def make_uuid(self, value: uuid.UUID) -> Any:
+        return self._make_uuid(str(value).encode())
 
     def _element(self, value: Any) -> Any:
         return self.NULL if value is None else self.to_lua(value)

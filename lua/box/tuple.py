@@ -42,6 +42,7 @@ class TupleBridge:
         self._array_mt = convert.array_mt
         self._map_mt = convert.map_mt
         self._big_int = convert._big_int
+        self._make_uuid = convert.make_uuid
         self.NULL = convert.NULL
         self._to_py = runtime.to_py
         natives = {
@@ -94,8 +95,10 @@ class TupleBridge:
             for key, value in v.items():
                 table[self._field(key)] = self._field(value)
             return self._setmetatable(table, self._map_mt)
-        if isinstance(v, (uuid.UUID, decimal.Decimal)):
-            return str(v).encode()
+        if kind is uuid.UUID:
+            return self._make_uuid(v)
+        if isinstance(v, decimal.Decimal):
+            return str(v).encode()   # no decimal type in Spindle's Lua yet
         return v
 
     # ------------------------------------------------------------- Lua -> Python

@@ -32,3 +32,24 @@ def both(script: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess,
     real = run_script(tarantool_binary(), script, tmp_path / "tarantool")
     ours = run_script(SPINDLE, script, tmp_path / "spindle")
     return real, ours
+
+
+def console_documents(output: str) -> list[str]:
+    """The YAML documents a console printed, without prompts, blank or log lines."""
+    lines = [line for line in output.splitlines()
+             if line.strip() and not line.startswith("tarantool>") and " I> " not in line]
+    return "\n".join(lines).split("...")
+
+
+def console_both(statements: str, tmp_path: Path) -> tuple[list[str], list[str]]:
+    """Feed the same statements to Tarantool's console and to Spindle's pipe console,
+    each in a fresh directory; return both lists of printed documents."""
+    (tmp_path / "t").mkdir()
+    (tmp_path / "s").mkdir()
+    real = subprocess.run([tarantool_binary(), "-e", "require('console').start() os.exit(0)"],
+                          input=statements, cwd=tmp_path / "t", capture_output=True,
+                          text=True, timeout=60)
+    ours = subprocess.run([SPINDLE], input=statements, cwd=tmp_path / "s",
+                          capture_output=True, text=True, timeout=60)
+    assert ours.returncode == 0, ours.stderr
+    return console_documents(real.stdout), console_documents(ours.stdout)

@@ -3,9 +3,7 @@ the next line is a yield, so a transaction left open is aborted and its commit f
 a fiber.sleep inside a transaction aborts it too."""
 from __future__ import annotations
 
-import subprocess
-
-from .oracle import SPINDLE, tarantool_binary
+from .oracle import console_both
 
 STATEMENTS = """\
 box.cfg{log_level = 1}
@@ -24,21 +22,6 @@ s:select()
 """
 
 
-def documents(output: str) -> list[str]:
-    """The YAML documents printed, without prompts, blank lines or log lines."""
-    lines = [line for line in output.splitlines()
-             if line.strip() and not line.startswith("tarantool>")
-             and " I> " not in line]
-    return "\n".join(lines).split("...")
-
-
 def test_console_transactions_match_tarantool(tmp_path):
-    (tmp_path / "t").mkdir()
-    (tmp_path / "s").mkdir()
-    real = subprocess.run([tarantool_binary(), "-e", "require('console').start() os.exit(0)"],
-                          input=STATEMENTS, cwd=tmp_path / "t", capture_output=True,
-                          text=True, timeout=60)
-    ours = subprocess.run([SPINDLE], input=STATEMENTS, cwd=tmp_path / "s",
-                          capture_output=True, text=True, timeout=60)
-    assert ours.returncode == 0, ours.stderr
-    assert documents(ours.stdout) == documents(real.stdout)
+    theirs, ours = console_both(STATEMENTS, tmp_path)
+    assert ours == theirs
