@@ -10,7 +10,6 @@ import os
 import sys
 import threading
 
-from spindle.core import log
 from spindle.core.iproto.errors import BoxError
 from spindle.lua.console import ConsoleEngine
 from spindle.lua.instance import Instance

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from spindle.core.box.access import PRIV_ALL, Priv
+from spindle.core.box.cfg_options import lua_type
 from spindle.core.box.alter import (
     ADMIN, GUEST, PRIV, PUBLIC, SUPER, USER, VFUNC, VPRIV, VSEQUENCE, VSPACE, VUSER,
 )
@@ -46,20 +47,6 @@ _PRIV_COMBO = {
 
 
 # ----------------------------------------------------------------- Lua-side checks
-
-def lua_type(value: Any) -> str:
-    if value is None:
-        return "nil"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, (str, bytes)):
-        return "string"
-    if isinstance(value, (list, tuple, dict)):
-        return "table"
-    return "function" if callable(value) else "userdata"
-
 
 def illegal(message: str) -> ClientError:
     return ClientError(E.ER_ILLEGAL_PARAMS, message)

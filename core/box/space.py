@@ -287,7 +287,7 @@ class Space:
         return index
 
     def drop_index(self, index_id: int) -> None:
-        index = self.index(index_id)
+        self.index(index_id)   # refuses an index that does not exist
         if index_id == 0:
             if len(self.indexes) > 1:
                 raise ClientError(ErrorCode.ER_DROP_PRIMARY_KEY, self.name)

@@ -12,7 +12,6 @@ import selectors
 import socket
 import stat
 import threading
-import time
 from typing import Any, Callable
 
 from spindle.core.iproto.errors import BoxError, TimedOut

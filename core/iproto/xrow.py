@@ -538,6 +538,14 @@ def _has_type(value: Any, mp_type: MpType) -> bool:
     return True
 
 
+# body key -> DmlRequest attribute
+_DML_FIELDS = {IprotoKey.SPACE_ID: "space_id", IprotoKey.INDEX_ID: "index_id",
+               IprotoKey.INDEX_BASE: "index_base", IprotoKey.LIMIT: "limit",
+               IprotoKey.OFFSET: "offset", IprotoKey.ITERATOR: "iterator",
+               IprotoKey.KEY: "key", IprotoKey.TUPLE: "tuple", IprotoKey.OPS: "ops",
+               IprotoKey.TUPLE_META: "tuple_meta"}
+
+
 def decode_dml_body(body: bytes | None, request_type: int) -> DmlRequest:
     """Decode and validate a DML body like xrow_decode_dml() (keys outside the
     DML set are kept in `extra`; mandatory keys per type are enforced)."""
@@ -554,26 +562,7 @@ def decode_dml_body(body: bytes | None, request_type: int) -> DmlRequest:
             if not _has_type(value, IPROTO_KEY_TYPE[key]):
                 raise invalid_msgpack("packet body")
             found.add(key)
-            if key == IprotoKey.SPACE_ID:
-                request.space_id = value
-            elif key == IprotoKey.INDEX_ID:
-                request.index_id = value
-            elif key == IprotoKey.INDEX_BASE:
-                request.index_base = value
-            elif key == IprotoKey.LIMIT:
-                request.limit = value
-            elif key == IprotoKey.OFFSET:
-                request.offset = value
-            elif key == IprotoKey.ITERATOR:
-                request.iterator = value
-            elif key == IprotoKey.KEY:
-                request.key = value
-            elif key == IprotoKey.TUPLE:
-                request.tuple = value
-            elif key == IprotoKey.OPS:
-                request.ops = value
-            elif key == IprotoKey.TUPLE_META:
-                request.tuple_meta = value
+            setattr(request, _DML_FIELDS[key], value)
     for key in sorted(DML_MANDATORY_KEYS.get(request_type, ())):
         if key not in found:
             raise ClientError(ErrorCode.ER_MISSING_REQUEST_FIELD, IPROTO_KEY_NAMES[key])

@@ -27,7 +27,7 @@ from spindle.core.iproto.constants import (
 )
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
 from spindle.core.iproto.xrow import (
-    MP_TYPE_OF_BYTE, MsgpackError, MsgpackRaw, mp_next, XRow, encode_reply_header, frame, pack,
+    MP_TYPE_OF_BYTE, MsgpackError, MsgpackRaw, _decode_uint, mp_next, XRow, encode_reply_header, frame, pack,
 )
 
 # Largest packet (header + body) accepted; 2.6.0 refuses a longer one with
@@ -39,7 +39,6 @@ _RECV_CHUNK_MAX = 4 << 20          # one recv() never asks for more than this
 _pack_u32 = struct.Struct(">I").pack
 _unpack_u16 = struct.Struct(">H").unpack_from
 _unpack_u32 = struct.Struct(">I").unpack_from
-_unpack_u64 = struct.Struct(">Q").unpack_from
 _unpack_double = struct.Struct(">d").unpack_from
 _U32 = 0xFFFFFFFF
 
@@ -109,21 +108,6 @@ def mp_check(buf, pos: int, end: int) -> int:
     return mp_next(buf, pos, end, allow_c1=True)
 
 
-def _read_uint(buf, pos: int) -> tuple[int, int]:
-    b = buf[pos]
-    if b < 0x80:
-        return b, pos + 1
-    if b == 0xCC:
-        return buf[pos + 1], pos + 2
-    if b == 0xCD:
-        return _unpack_u16(buf, pos + 1)[0], pos + 3
-    if b == 0xCE:
-        return _unpack_u32(buf, pos + 1)[0], pos + 5
-    if b == 0xCF:
-        return _unpack_u64(buf, pos + 1)[0], pos + 9
-    raise MsgpackError("not an unsigned integer")
-
-
 # ---------------------------------------------------------------------------
 # Packets.
 
@@ -183,7 +167,7 @@ def _decode_header(data, end: int) -> tuple[dict, int]:
     fields: dict[str, Any] = {}
     try:
         for _ in range(size):
-            key, pos = _read_uint(data, pos)
+            key, pos = _decode_uint(data, pos)
             if key >= IPROTO_KEY_MAX or MP_TYPE_OF_BYTE[data[pos]] is not IPROTO_KEY_TYPE[key]:
                 raise MsgpackError(f"bad header key {key}")
             name = _HEADER_FIELDS.get(key)
@@ -191,7 +175,7 @@ def _decode_header(data, end: int) -> tuple[dict, int]:
                 fields["timestamp"] = _unpack_double(data, pos + 1)[0]
                 pos += 9
             elif name is not None:
-                value, pos = _read_uint(data, pos)
+                value, pos = _decode_uint(data, pos)
                 fields[name] = value & _U32 if name in _U32_FIELDS else value
             else:
                 pos = mp_check(data, pos, header_end)
@@ -265,7 +249,7 @@ def decode_length(buf, pos: int, limit: int = PACKET_SIZE_MAX) -> tuple[int, int
     size = 1 if first < 0x80 else {0xCC: 2, 0xCD: 3, 0xCE: 5, 0xCF: 9}[first]
     if pos + size > len(buf):
         return None
-    length, _ = _read_uint(buf, pos)
+    length, _ = _decode_uint(buf, pos)
     if length > limit:
         raise FramingError(client_error(
             Where.IPROTO_PACKET_LENGTH, ErrorCode.ER_INVALID_MSGPACK,

@@ -15,12 +15,11 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-SPINDLE = str(Path(sys.executable).with_name("spindle"))
+from bench_setup import SPINDLE, compile_bytecode
 
 # listen comes last, so a PING answered means the setup is done
 SERVER_LUA = """
@@ -149,14 +148,6 @@ def measure(binary: str, rows: int) -> dict[str, float]:
         out["snapshot rows/s"] = run_lua(binary, FILL_LUA.format(rows=rows), cwd)
         out["recovery rows/s"] = run_lua(binary, RECOVER_LUA.format(rows=rows), cwd)
     return out
-
-
-def compile_bytecode() -> None:
-    """Measure a warm install: bytecode compiled, as scripts/spindle leaves it."""
-    root = Path(__file__).resolve().parents[2]
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "core"),
-                    str(root / "lua"), str(root / "shell")], check=False,
-                   stdout=subprocess.DEVNULL)
 
 
 def main() -> None:

@@ -15,13 +15,10 @@ import argparse
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-SPINDLE = str(Path(sys.executable).with_name("spindle"))
+from bench_setup import SPINDLE, compile_bytecode
 
 LUA_BENCHES = {
     "fiber.sleep(0) round trip": """
@@ -97,14 +94,6 @@ def cold_start(command: list[str], prompt: str) -> float:
             finally:
                 child.terminate(force=True)
     return best * 1000
-
-
-def compile_bytecode() -> None:
-    """Measure a warm install: bytecode compiled, as scripts/spindle leaves it."""
-    root = Path(__file__).resolve().parents[2]
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "core"),
-                    str(root / "lua"), str(root / "shell")], check=False,
-                   stdout=subprocess.DEVNULL)
 
 
 def main() -> None:
