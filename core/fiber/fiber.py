@@ -16,7 +16,7 @@ from spindle.core.iproto.errors import BoxError, FiberIsCancelled
 if TYPE_CHECKING:
     from .scheduler import Scheduler
 
-FIBER_NAME_MAX = 32   # Tarantool's limit, including the terminating zero
+FIBER_NAME_MAX = 256   # Tarantool 2.6's limit, including the terminating zero
 
 
 class FiberSwitchForbidden(BoxError):

@@ -52,8 +52,9 @@ function fiber_methods.id(f) return fid_of(f, 'Usage: fiber:id()') end
 function fiber_methods.status(f) return native.status(fid_of(f, 'Usage: fiber:status()')) end
 function fiber_methods.name(f, name, opts)
     local fid = fid_of(f, 'Usage: fiber:name([name])')
-    if name ~= nil then
+    if name ~= nil then   -- setting returns nothing, as in Tarantool
         native.set_name(fid, tostring(name), type(opts) == 'table' and opts.truncate)
+        return
     end
     return native.name(fid)
 end
@@ -150,7 +151,8 @@ channel_mt.__index = {
         if timeout ~= nil and (type(timeout) ~= 'number' or timeout < 0) then
             error('usage: channel:get([timeout])', 2)
         end
-        return wait(blocking.channel_get, ch._ch, timeout)
+        local value = wait(blocking.channel_get, ch._ch, timeout)
+        return value   -- exactly one value: nil on timeout or a closed channel
     end,
     close = function(ch) native.channel_close(ch._ch) end,
     is_closed = function(ch) return native.channel_is_closed(ch._ch) end,
