@@ -26,6 +26,7 @@ from spindle.core.wal.checkpoint import Checkpointer, write_snapshot
 from spindle.core.wal.gc import GarbageCollector
 from spindle.core.wal.recovery import RecoveryProgress, recover
 from spindle.core.wal.writer import WalWriter
+from spindle.core.replication.replicaset import ReplicaSet
 
 from .schema import CLUSTER_ID, SCHEMA_ID, Schema, load_bootstrap_rows
 from .txn import Engine
@@ -42,6 +43,8 @@ class Box:
         self.schema = Schema(self.engine)
         self._bootstrap_rows = load_bootstrap_rows()
         self.schema.create_system_spaces(self._bootstrap_rows)
+        self.replicaset = ReplicaSet(sched, self)
+        self.schema.on_cluster_change.append(self.replicaset.on_cluster_change)
         self.cfg: dict[str, Any] = {}
         self.wal: WalWriter | None = None
         self.gc: GarbageCollector | None = None
@@ -162,6 +165,11 @@ class Box:
         if self.instance_uuid is None:
             return 0
         return self.schema.replica_id_by_uuid(self.instance_uuid) or 0
+
+    def on_own_id_changed(self) -> None:
+        """`_cluster` gave this instance an id (or took it): local writes sign with it."""
+        if self.wal is not None:
+            self.wal.instance_id = self.instance_id
 
     @property
     def vclock(self) -> VClock:
