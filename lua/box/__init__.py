@@ -34,6 +34,14 @@ from .tuple import TupleBridge
 from .txn import TxnApi
 
 
+# Dynamic options the box and replication read from Box.cfg when they need them.
+_REMEMBERED = (
+    "replication_timeout", "replication_connect_timeout", "replication_connect_quorum",
+    "replication_sync_lag", "replication_sync_timeout", "replication_skip_conflict",
+    "replication_synchro_quorum", "replication_synchro_timeout",
+)
+
+
 class BoxStorage:
     def __init__(self, module):
         self.module = module
@@ -77,12 +85,20 @@ class BoxStorage:
 
     def appliers(self) -> dict[str, Callable[[Any], None]]:
         """Side effects of options (first box.cfg and later ones)."""
-        return {
+        appliers = {name: self._remember(name) for name in _REMEMBERED}
+        return appliers | {
             "read_only": lambda value: self.box.set_read_only("config", bool(value)),
             "checkpoint_interval": self._set_checkpoint_interval,
             "checkpoint_count": self._set_checkpoint_count,
             "log": self._set_log,
         }
+
+    def _remember(self, name: str) -> Callable[[Any], None]:
+        """Options the box reads when it needs them (replication timeouts...): keep
+        Box.cfg current."""
+        def apply(value: Any) -> None:
+            self.box.cfg[name] = value
+        return apply
 
     def start(self, values: dict) -> None:
         """The storage part of the first box.cfg: runs in the configuring fiber (a
