@@ -92,6 +92,10 @@ def info(message: str, *args) -> None:
     say(INFO, message, *args)
 
 
+def crit(message: str, *args) -> None:
+    say(CRIT, message, *args)
+
+
 def warn(message: str, *args, where: str | None = None) -> None:
     say(WARN, message, *args, where=where)
 

@@ -75,9 +75,11 @@ class IprotoService:
     # ------------------------------------------------------------- box.cfg
 
     def apply_listen(self, value: Any) -> None:
+        """Bind at once, also during the first box.cfg: peers must reach this
+        instance (VOTE, JOIN) while it bootstraps a replica set with them; until
+        box.cfg is done other requests get ER_LOADING."""
         uri = None if value in (None, "") else str(value)
-        if self.started:
-            self._rebind(uri)
+        self._rebind(uri)
         self.uri = uri
 
     def apply_readahead(self, value: Any) -> None:
@@ -96,10 +98,15 @@ class IprotoService:
         # the value box.cfg settled on (a failed first box.cfg may have left
         # another one in self.uri)
         listen = values.get("listen")
-        self.uri = None
-        if listen not in (None, ""):
+        if listen not in (None, "") and (self.uri != str(listen) or self.server is None):
             self._rebind(str(listen))
             self.uri = str(listen)
+
+    def on_first_configure_failed(self) -> None:
+        """A failed first box.cfg leaves nothing listening."""
+        if self.server is not None:
+            self.server.stop_listening()
+        self.uri = None
 
     # --------------------------------------------------------------- server
 
@@ -171,4 +178,5 @@ def install(instance) -> IprotoService:
     instance.box.appliers.setdefault("readahead", service.apply_readahead)
     instance.box.appliers.setdefault("net_msg_max", service.apply_net_msg_max)
     instance.box.on_first_configure.append(service.on_first_configure)
+    instance.box.on_first_configure_failed.append(service.on_first_configure_failed)
     return service

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import os
 import time
-import uuid as uuid_module
 from typing import Any, Callable, Iterable
 
 from spindle.core import log
+from spindle.core.fiber import Cond
 from spindle.core.iproto.constants import IprotoType
-from spindle.core.iproto.errors import ClientError, ErrorCode
+from spindle.core.iproto.errors import ClientError, ErrorCode, TimedOut
 from spindle.core.iproto.xrow import XRow, decode_dml_body
 from spindle.core.vclock import VClock
 from spindle.core.version import VERSION_STRING
@@ -28,7 +28,10 @@ from spindle.core.wal.recovery import RecoveryProgress, recover
 from spindle.core.wal.writer import WalWriter
 from spindle.core.replication.replicaset import ReplicaSet
 
-from .schema import CLUSTER_ID, SCHEMA_ID, Schema, load_bootstrap_rows
+from spindle.core.replication.replicaset import replicaset_follow, replicaset_sync
+
+from . import startup
+from .schema import Schema, load_bootstrap_rows
 from .txn import Engine
 
 DML_TYPES = (IprotoType.INSERT, IprotoType.REPLACE, IprotoType.UPDATE,
@@ -51,7 +54,11 @@ class Box:
         self.checkpointer: Checkpointer | None = None
         self.instance_uuid: str | None = None
         self.status = "unconfigured"     # box.info.status: loading, running, orphan
-        self.read_only_reasons: set[str] = set()
+        self.read_only_reasons: set[str] = {"orphan"}
+        # 2.6.0 starts orphan and leaves it when the replica set is synced
+        self.orphan = True
+        self.is_bootstrap_leader = False
+        self.ro_cond = Cond(sched)       # box.ctl.wait_ro / wait_rw
         self.started_at = time.monotonic()
         # fn(RecoveryProgress) after every recovered block: the console draws a bar
         self.on_recovery_progress: list[Callable[[RecoveryProgress], None]] = []
@@ -63,8 +70,10 @@ class Box:
         return self.status != "unconfigured"
 
     def start(self, cfg: dict[str, Any]) -> None:
-        """The storage part of the first box.cfg: recover or bootstrap, then start
-        the WAL, GC and the checkpoint daemon. Runs in the configuring fiber."""
+        """The storage and replication part of the first box.cfg: local recovery
+        or bootstrap (server-startup-with-replication.txt), the WAL, GC and the
+        checkpoint daemon, then following the upstreams. Runs in the configuring
+        fiber; returns when the instance is running or orphan."""
         self.cfg = cfg
         work_dir = cfg.get("work_dir")
         if work_dir:
@@ -79,32 +88,31 @@ class Box:
                          instance_uuid=cfg.get("instance_uuid"),
                          progress=self._recovery_progress)
         if result.bootstrap_needed:
-            vclock = self._bootstrap(memtx_dir)
+            vclock = startup.bootstrap(self, memtx_dir)
+            checkpoints: list[VClock] = []
         else:
             self.instance_uuid = result.instance_uuid
-            vclock = result.vclock
+            vclock, checkpoints = result.vclock, result.checkpoints
             log.info("recovered %d rows to vclock %s", result.rows_applied, vclock)
-        self._start_wal(wal_dir, memtx_dir, vclock,
-                        [] if result.bootstrap_needed else result.checkpoints)
+            wanted = cfg.get("replicaset_uuid")
+            if wanted and self.schema.replicaset_uuid and wanted != self.schema.replicaset_uuid:
+                raise ClientError(ErrorCode.ER_REPLICASET_UUID_MISMATCH, wanted,
+                                  self.schema.replicaset_uuid)
+            startup.box_sync_replication(self, False)
+        self._start_wal(wal_dir, memtx_dir, vclock, checkpoints)
         self.set_read_only("config", bool(cfg.get("read_only")))
-        self.status = "running"
+        self.status = "orphan" if self.orphan else "running"
+        log.info("ready to accept requests")
+        replicaset_follow(self.replicaset)
+        if self.is_bootstrap_leader:
+            self.set_orphan(False, quiet=True)
+        else:
+            replicaset_sync(self.replicaset)
 
-    def _bootstrap(self, memtx_dir: str) -> VClock:
-        if self.cfg.get("read_only"):
-            raise ClientError(ErrorCode.ER_BOOTSTRAP_READONLY)
-        self.instance_uuid = self.cfg.get("instance_uuid") or str(uuid_module.uuid4())
-        replicaset_uuid = self.cfg.get("replicaset_uuid") or str(uuid_module.uuid4())
-        rows = list(self._bootstrap_rows)
-        rows.append((SCHEMA_ID, ["cluster", replicaset_uuid]))
-        rows.append((CLUSTER_ID, [1, self.instance_uuid]))
-        for space_id, tup in sorted(rows, key=lambda item: item[0]):
+    def load_bootstrap_rows(self) -> None:
+        """The rows a fresh 2.6.0 instance starts with (bootstrap.snap)."""
+        for space_id, tup in sorted(self._bootstrap_rows, key=lambda item: item[0]):
             self.engine.space(space_id).replace(tup)
-        vclock = VClock()
-        write_snapshot(memtx_dir, self.instance_uuid, vclock, self.read_view(),
-                       sched=self.sched)
-        log.info("initialized, instance %s, replica set %s", self.instance_uuid,
-                 replicaset_uuid)
-        return vclock
 
     def _start_wal(self, wal_dir: str, memtx_dir: str, vclock: VClock,
                    checkpoints: list[VClock]) -> None:
@@ -178,10 +186,40 @@ class Box:
     # ------------------------------------------------------------- read-only
 
     def set_read_only(self, reason: str, on: bool) -> None:
+        was = self.read_only
         if on:
             self.read_only_reasons.add(reason)
         else:
             self.read_only_reasons.discard(reason)
+        if was != self.read_only:
+            self.ro_cond.broadcast()
+
+    def set_orphan(self, orphan: bool, quiet: bool = False) -> None:
+        """box_set_orphan: an orphan is read-only until enough upstreams are synced.
+        2.6.0 logs every call (a replica logs "leaving orphan mode" twice)."""
+        self.orphan = orphan
+        self.set_read_only("orphan", orphan)
+        if self.status in ("running", "orphan"):
+            self.status = "orphan" if orphan else "running"
+        if not quiet:
+            log.crit("%s orphan mode", "entering" if orphan else "leaving")
+
+    @property
+    def ro_reason(self) -> str | None:
+        """box.info.ro_reason (a later Tarantool's field): why writes are refused."""
+        for reason in ("config", "orphan", "synchro", "election"):
+            if reason in self.read_only_reasons:
+                return reason
+        return None
+
+    def wait_ro(self, want_ro: bool, timeout: float | None) -> None:
+        """box.ctl.wait_ro / wait_rw: block until read_only == want_ro."""
+        deadline = None if timeout is None else self.sched.clock() + timeout
+        while self.read_only != want_ro or not self.configured or self.status == "loading":
+            remaining = None if deadline is None else deadline - self.sched.clock()
+            if remaining is not None and remaining <= 0:
+                raise TimedOut()
+            self.ro_cond.wait(remaining)
 
     @property
     def read_only(self) -> bool:
@@ -210,13 +248,14 @@ class Box:
     def info(self) -> dict[str, Any]:
         vclock = self.vclock
         return {
-            "id": self.instance_id or None,
+            "id": self.instance_id or (0 if self.cfg.get("replication_anon") else None),
             "uuid": self.instance_uuid,
-            "lsn": vclock.get(self.instance_id) if self.instance_id else 0,
+            "lsn": vclock.get(self.instance_id) if self.instance_id else -1,
             "vclock": vclock.to_dict(),
             "signature": vclock.signature,
             "status": self.status,
             "ro": self.read_only,
+            "ro_reason": self.ro_reason,
             "uptime": int(time.monotonic() - self.started_at),
             "pid": os.getpid(),
             "version": VERSION_STRING,
@@ -224,6 +263,12 @@ class Box:
         }
 
     def stop(self) -> None:
+        for replica in list(self.replicaset.hash.values()) + list(self.replicaset.anon):
+            if replica.applier is not None:
+                try:
+                    replica.applier.stop()
+                except Exception as exc:   # noqa: BLE001 - stopping the rest matters more
+                    log.error("stopping applier %s: %s", replica.applier, exc)
         if self.checkpointer is not None:
             self.checkpointer.stop_daemon()
         if self.wal is not None:

@@ -13,6 +13,8 @@ describe them, as Tarantool does with its built-in system space definitions.
 """
 from __future__ import annotations
 
+from spindle.core import log
+
 import importlib.resources
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -281,6 +283,8 @@ class Schema:
         value = new[1] if new is not None and len(new) > 1 else None
         if key == "cluster":
             self.replicaset_uuid = value
+            if value is not None:
+                log.info("cluster uuid %s", value)
         elif key == "max_id":
             self.max_id = value if value is not None else SYSTEM_ID_MAX
         elif key == "version":

@@ -21,12 +21,15 @@ from typing import Any, Callable
 from spindle.core import log
 from spindle.core.box.access import Access
 from spindle.core.box.box import Box
+from spindle.core.box import startup
 from spindle.core.box.ddl import Ddl
+from spindle.core.replication.replicaset import replicaset_check_quorum
 
 from spindle.core.box.schema import ADMIN
 from spindle.core.iproto.errors import BoxError
 from spindle.core.net.session import current_session
 
+from .ctl import CtlApi
 from .info import InfoApi
 from .schema import SchemaApi
 from .space import SpaceApi
@@ -61,8 +64,9 @@ class BoxStorage:
         self.txn = TxnApi(self, box_table, self.spaces.lua)
         self.schema = SchemaApi(self, box_table)
         self.info = InfoApi(self, box_table)
+        self.ctl = CtlApi(self, box_table)
         self._installers = [api.lua[b"install"] for api in
-                            (self.spaces, self.txn, self.schema, self.info)]
+                            (self.spaces, self.txn, self.schema, self.info, self.ctl)]
 
     def _new_box(self) -> None:
         self.box = Box(self.sched)
@@ -88,6 +92,9 @@ class BoxStorage:
         appliers = {name: self._remember(name) for name in _REMEMBERED}
         return appliers | {
             "read_only": lambda value: self.box.set_read_only("config", bool(value)),
+            "replication": self._set_replication,
+            "replication_anon": self._set_replication_anon,
+            "replication_connect_quorum": self._set_connect_quorum,
             "checkpoint_interval": self._set_checkpoint_interval,
             "checkpoint_count": self._set_checkpoint_count,
             "log": self._set_log,
@@ -99,6 +106,21 @@ class BoxStorage:
         def apply(value: Any) -> None:
             self.box.cfg[name] = value
         return apply
+
+    def _set_replication(self, value) -> None:
+        self.box.cfg["replication"] = value
+        if self.started:
+            startup.box_set_replication(self.box)
+
+    def _set_replication_anon(self, value) -> None:
+        if self.started:
+            startup.box_set_replication_anon(self.box, bool(value))
+        self.box.cfg["replication_anon"] = value
+
+    def _set_connect_quorum(self, value) -> None:
+        self.box.cfg["replication_connect_quorum"] = value
+        if self.started:
+            replicaset_check_quorum(self.box.replicaset)
 
     def start(self, values: dict) -> None:
         """The storage part of the first box.cfg: runs in the configuring fiber (a

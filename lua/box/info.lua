@@ -40,6 +40,9 @@ local function info()
     for name, section in pairs(sections) do
         t[name] = section
     end
+    -- box.info.replication_anon: {count = N}, and called: the anonymous replicas
+    t.replication_anon = setmetatable(t.replication_anon or {count = 0},
+        {__call = function() return mark_vclocks(native.replication_anon()) end})
     return t
 end
 

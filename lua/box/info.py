@@ -5,6 +5,8 @@ box.info's fields come from Box.info(), completed with what 2.6.0 also shows
 """
 from __future__ import annotations
 
+from spindle.core.replication.replica import ApplierState, RelayState
+
 from ..runtime import read_source
 
 
@@ -15,6 +17,7 @@ class InfoApi:
         self.sched = runtime.sched
         natives = {
             "info": self.info, "gc": self.gc, "memory": self.memory,
+            "replication_anon": self.replication_anon,
             "sql": lambda: {"cache": {"size": 0, "stmt_count": 0}},
             "vinyl": lambda: {},
         }
@@ -30,13 +33,15 @@ class InfoApi:
         box = self.storage.box
         info = dict(box.info())
         info.setdefault("package", "Tarantool")
-        vclock = info.get("vclock") or {}
-        if "replication" not in info:
-            info["replication"] = {
-                rid: {"id": rid, "uuid": uuid, "lsn": vclock.get(rid, 0)}
-                for rid, uuid in sorted(box.schema.cluster.items())}
-        info.setdefault("replication_anon", {"count": 0})
+        info["replication"] = replication_info(box)
+        info["replication_anon"] = {"count": len(box.replicaset.anon_replicas())}
         return info
+
+    def replication_anon(self) -> dict:
+        """box.info.replication_anon(): uuid -> info of anonymous replicas following us."""
+        box = self.storage.box
+        return {replica.uuid: replica_info(box, replica, 0)
+                for replica in box.replicaset.anon_replicas()}
 
     def gc(self) -> dict:
         gc = self.storage.box.gc
@@ -57,3 +62,64 @@ class InfoApi:
     def snapshot(self) -> str:
         self.storage.box.snapshot()
         return "ok"
+
+
+# ---------------------------------------------------------- box.info.replication
+
+def replication_info(box) -> dict:
+    """id -> {id, uuid, lsn, upstream, downstream} for every registered replica, as
+    2.6.0 shows it (box_info.md §2); the instance's own entry has neither."""
+    replicaset = box.replicaset
+    result = {}
+    for replica_id, uuid in sorted(box.schema.cluster.items()):
+        replica = replicaset.replica_by_id(replica_id) or replicaset.replica_by_uuid(uuid)
+        result[replica_id] = replica_info(box, replica, replica_id, uuid)
+    return result
+
+
+def replica_info(box, replica, replica_id: int, uuid: str | None = None) -> dict:
+    entry = {"id": replica_id, "uuid": uuid or (replica.uuid if replica else None),
+             "lsn": box.vclock.get(replica_id, 0) if replica_id else 0}
+    if replica is None:
+        return entry
+    upstream = upstream_info(replica.applier)
+    if upstream is not None:
+        entry["upstream"] = upstream
+    downstream = downstream_info(replica.relay)
+    if downstream is not None:
+        entry["downstream"] = downstream
+    return entry
+
+
+def upstream_info(applier) -> dict | None:
+    if applier is None or applier.state == ApplierState.OFF:
+        return None
+    info = {"status": applier.state.value, "idle": applier.idle(), "peer": applier.peer,
+            "lag": applier.lag}
+    _add_error(info, applier.diag)
+    return info
+
+
+def downstream_info(relay) -> dict | None:
+    if relay is None or relay.state == RelayState.OFF:
+        return None
+    info = {"status": relay.state.value}
+    if relay.state == RelayState.FOLLOW:
+        info["idle"] = relay.idle()
+        info["vclock"] = relay.vclock.to_dict()
+        info["lag"] = relay.lag
+    else:
+        info["message"] = relay.message
+        if getattr(relay, "system_message", None):
+            info["system_message"] = relay.system_message
+    return info
+
+
+def _add_error(info: dict, error) -> None:
+    if error is None:
+        return
+    info["message"] = getattr(error, "message", None) or str(error)
+    errno = getattr(error, "errno", 0)
+    if errno:
+        import os
+        info["system_message"] = os.strerror(errno)

@@ -27,6 +27,7 @@ class BoxModule:
         }
         # hooks run once after the first successful box.cfg (storage bootstrap...)
         self.on_first_configure: list[Callable[[dict], None]] = []
+        self.on_first_configure_failed: list[Callable[[], None]] = []
         natives = {
             "format": lambda code, args: format_message(MESSAGES.get(int(code), "Unknown error"),
                                                         tuple(args or ())),
@@ -66,6 +67,8 @@ class BoxModule:
             except BaseException:
                 self.config = Config()        # a failed first box.cfg leaves nothing
                 self.storage.stop()
+                for hook in self.on_first_configure_failed:
+                    hook()
                 raise
             for hook in self.on_first_configure:
                 hook(values)

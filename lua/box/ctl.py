@@ -1,0 +1,37 @@
+"""box.ctl for Lua (lua/box/ctl.lua): wait_ro / wait_rw and replication_restart."""
+from __future__ import annotations
+
+from typing import Any
+
+from spindle.core.replication.replica import ApplierState
+
+from ..runtime import read_source
+
+
+class CtlApi:
+    def __init__(self, storage, box_table):
+        self.storage = storage
+        runtime = storage.runtime
+        blocking = {"wait_ro": self.wait_ro, "replication_restart": self.replication_restart}
+        chunk = runtime.load(read_source("box/ctl.lua"), "@box/ctl.lua")
+        self.lua = chunk(runtime.table(blocking), runtime.wait, box_table)
+
+    def wait_ro(self, want_ro: bool, timeout: float | None) -> None:
+        self.storage.box.wait_ro(bool(want_ro), timeout)
+
+    def replication_restart(self, peer: Any = None) -> int:
+        """Start again every applier in `stopped` state (or the one to `peer`)."""
+        replicaset = self.storage.box.replicaset
+        restarted = 0
+        for replica in list(replicaset.hash.values()) + list(replicaset.anon):
+            applier = replica.applier
+            if applier is None:
+                continue
+            if peer is None:
+                if applier.state not in (ApplierState.STOPPED, ApplierState.OFF):
+                    continue
+            elif not (peer == replica.id or str(peer) == applier.uri_text):
+                continue
+            applier.restart()
+            restarted += 1
+        return restarted
