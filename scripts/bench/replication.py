@@ -1,0 +1,138 @@
+"""Replication benchmarks: Spindle and Tarantool 2.6.0 side by side in one run.
+
+    .venv/bin/python scripts/bench/replication.py [--rows N] [--join-rows N] [--overload S]
+
+For each kind (a Tarantool master with a Tarantool replica, a Spindle master with a
+Spindle replica) it measures
+  * async replication throughput: the master inserts N rows (1 row per transaction,
+    then 100 rows per transaction); the rate is N / (time from the first insert
+    until the replica's vclock equals the master's);
+  * JOIN: a fresh replica of a master holding --join-rows rows, from launch until
+    its box.cfg returned;
+  * overload: the master writes as fast as it can for --overload seconds while the
+    replica applies; counts how often the replica's applier ended in `stopped`
+    (permanent) and how often it had to reconnect.
+Prints one table with the ratios (Spindle / Tarantool; higher is better for rates).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench_setup import ROOT, compile_bytecode
+
+sys.path.insert(0, str(ROOT / "tests"))
+from integration.cluster import Cluster, same_vclocks, wait_for  # noqa: E402
+
+FAST = {"replication_timeout": 1, "wal_mode": "write"}
+SPACE = ("box.schema.space.create('t', {if_not_exists = true}) "
+         "box.space.t:create_index('pk', {if_not_exists = true})")
+
+
+def replicated_rate(cluster: Cluster, kind: str, rows: int, per_txn: int) -> float:
+    master = cluster.add(kind, f"{kind}-m{per_txn}", FAST).start()
+    master.eval(SPACE)
+    replica = cluster.add(kind, f"{kind}-r{per_txn}",
+                          {**FAST, "replication": [master.rep_uri]}).start()
+    wait_for(lambda: replica.upstream_status(1) == "follow", 60, "replica to follow")
+    start = time.perf_counter()
+    master.eval("""
+        local rows, per_txn = ...
+        local k = 1
+        while k <= rows do
+            box.begin()
+            for _ = 1, per_txn do box.space.t:insert{k} k = k + 1 end
+            box.commit()
+        end""", rows, per_txn)
+    wait_for(lambda: same_vclocks(master, replica), 600, "replica to catch up",
+             interval=0.005)
+    elapsed = time.perf_counter() - start
+    master.stop()
+    replica.stop()
+    return rows / elapsed
+
+
+def join_seconds(cluster: Cluster, kind: str, rows: int) -> float:
+    master = cluster.add(kind, f"{kind}-jm", FAST).start()
+    master.eval(SPACE)
+    master.eval("""
+        local rows = ...
+        local k = 1
+        while k <= rows do
+            box.begin()
+            for _ = 1, 1000 do box.space.t:insert{k, 'payload'} k = k + 1 end
+            box.commit()
+        end""", rows)
+    replica = cluster.add(kind, f"{kind}-jr", {**FAST, "replication": [master.rep_uri]})
+    start = time.perf_counter()
+    replica.start(wait=False)
+    replica.wait_ready(timeout=600)
+    elapsed = time.perf_counter() - start
+    assert replica.eval("return box.space.t:count()") == rows
+    master.stop()
+    replica.stop()
+    return elapsed
+
+
+def overload(cluster: Cluster, kind: str, seconds: float) -> tuple[int, int]:
+    """(permanent applier stops, reconnects) of a replica under a write storm."""
+    master = cluster.add(kind, f"{kind}-om", FAST).start()
+    master.eval(SPACE)
+    replica = cluster.add(kind, f"{kind}-or", {**FAST, "replication": [master.rep_uri]}).start()
+    master.eval("""
+        local fiber, seconds = require('fiber'), ...
+        for w = 1, 4 do
+            fiber.create(function()
+                local deadline, k = fiber.clock() + seconds, w * 1e9
+                while fiber.clock() < deadline do
+                    box.begin()
+                    for _ = 1, 100 do box.space.t:replace{k, string.rep('x', 100)} k = k + 1 end
+                    box.commit()
+                end
+            end)
+        end""", seconds)
+    deadline = time.monotonic() + seconds
+    stops = 0
+    while time.monotonic() < deadline:
+        if replica.upstream_status(1) == "stopped":
+            stops += 1
+            replica.eval("box.ctl.replication_restart()" if kind == "spindle" else
+                         "local r = box.cfg.replication box.cfg{replication = {}} "
+                         "box.cfg{replication = r}")
+        time.sleep(0.5)
+    reconnects = replica.output().count("subscribed") - 1
+    master.stop()
+    replica.stop()
+    return stops, max(reconnects, 0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=20000)
+    parser.add_argument("--join-rows", type=int, default=1_000_000)
+    parser.add_argument("--overload", type=float, default=60.0)
+    args = parser.parse_args()
+    compile_bytecode()
+    results: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory() as tmp, Cluster(Path(tmp)) as cluster:
+        for kind in ("tarantool", "spindle"):
+            r = results[kind] = {}
+            r["rows/s, 1 row/txn"] = replicated_rate(cluster, kind, args.rows, 1)
+            r["rows/s, 100 rows/txn"] = replicated_rate(cluster, kind, args.rows * 5, 100)
+            r[f"JOIN of {args.join_rows:,} rows, s"] = join_seconds(cluster, kind,
+                                                                   args.join_rows)
+            stops, reconnects = overload(cluster, kind, args.overload)
+            r["overload: permanent applier stops"] = stops
+            r["overload: reconnects"] = reconnects
+    print(f"{'benchmark':40} {'Spindle':>12} {'Tarantool':>12} {'ratio':>8}")
+    for name in results["spindle"]:
+        ours, theirs = results["spindle"][name], results["tarantool"][name]
+        ratio = f"{ours / theirs:.2f}" if theirs else "-"
+        print(f"{name:40} {ours:12,.1f} {theirs:12,.1f} {ratio:>8}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,134 @@
+"""Spindle-only replica sets of real processes: autobootstrap of a full mesh, joining
+while the master writes, restart and catch-up, orphan mode, reconfiguration."""
+from __future__ import annotations
+
+import pytest
+
+from .cluster import Cluster, same_vclocks, wait_for
+
+FAST = {"replication_timeout": 0.2, "replication_connect_timeout": 10}
+SPACE = ("box.schema.space.create('t', {if_not_exists = true}) "
+         "box.space.t:create_index('pk', {if_not_exists = true})")
+
+
+def followers_of(node, peer_ids) -> bool:
+    return all(node.upstream_status(peer) == "follow" for peer in peer_ids)
+
+
+def test_three_node_full_mesh_bootstraps_and_converges(tmp_path):
+    with Cluster(tmp_path) as cluster:
+        nodes = [cluster.add("spindle", f"n{i}", FAST) for i in (1, 2, 3)]
+        uris = [node.rep_uri for node in nodes]
+        for node in nodes:
+            node.cfg["replication"] = uris
+            node.start(wait=False)
+        for node in nodes:
+            node.wait_ready()
+        ids = sorted(node.info("id") for node in nodes)
+        assert ids == [1, 2, 3]
+        assert len({node.info("cluster").get("uuid") for node in nodes}) == 1
+        for node in nodes:
+            others = [i for i in ids if i != node.info("id")]
+            wait_for(lambda node=node, others=others: followers_of(node, others), 30,
+                     f"{node.name} to follow its peers")
+        leader = next(node for node in nodes if not node.info("ro"))
+        leader.eval(SPACE)
+        wait_for(lambda: all(n.eval("return box.space.t ~= nil") for n in nodes), 20,
+                 "the space everywhere")
+        # master-master: every node writes its own keys
+        for i, node in enumerate(nodes):
+            node.eval("for k = 1, 20 do box.space.t:insert{%d * 100 + k} end" % (i + 1))
+        wait_for(lambda: all(n.eval("return box.space.t:count()") == 60 for n in nodes), 30,
+                 "60 rows everywhere")
+        wait_for(lambda: same_vclocks(*nodes), 20, "vclocks to converge")
+        rows = [n.select("t") for n in nodes]
+        assert rows[0] == rows[1] == rows[2]
+        for node in nodes:            # no loops, no double apply
+            assert node.eval("return box.info.status") == "running"
+
+
+def test_join_while_the_master_writes(tmp_path):
+    with Cluster(tmp_path) as cluster:
+        master = cluster.add("spindle", "master", FAST).start()
+        master.eval(SPACE)
+        master.eval("box.space.t:insert{0}")
+        master.eval("""
+            local fiber = require('fiber')
+            writer_stop = false
+            fiber.create(function()
+                local k = 1
+                while not writer_stop do
+                    box.space.t:insert{k}
+                    k = k + 1
+                    if k % 10 == 0 then fiber.sleep(0.001) end
+                end
+            end)""")
+        replica = cluster.add("spindle", "replica", {**FAST, "replication": [master.rep_uri]})
+        replica.start()
+        wait_for(lambda: replica.upstream_status(1) == "follow", 30, "replica to follow")
+        master.eval("writer_stop = true")
+        wait_for(lambda: same_vclocks(master, replica), 30, "vclocks to match")
+        assert master.select("t") == replica.select("t")
+
+
+def test_replica_restart_catches_up_across_rotated_xlogs(tmp_path):
+    with Cluster(tmp_path) as cluster:
+        master = cluster.add("spindle", "master", FAST).start()
+        master.eval(SPACE)
+        replica = cluster.add("spindle", "replica", {**FAST, "replication": [master.rep_uri]})
+        replica.start()
+        master.eval("for k = 1, 50 do box.space.t:insert{k} end")
+        wait_for(lambda: same_vclocks(master, replica), 20, "first catch-up")
+        replica.stop()
+        master.eval("for k = 51, 100 do box.space.t:insert{k} end box.snapshot() "
+                    "for k = 101, 150 do box.space.t:insert{k} end")
+        replica.start()
+        wait_for(lambda: replica.upstream_status(1) == "follow", 30, "replica to follow")
+        wait_for(lambda: same_vclocks(master, replica), 20, "second catch-up")
+        assert replica.eval("return box.space.t:count()") == 150
+
+
+def test_orphan_until_the_connect_quorum_syncs(tmp_path):
+    with Cluster(tmp_path) as cluster:
+        master = cluster.add("spindle", "master", FAST).start()
+        master.eval(SPACE)
+        replica = cluster.add("spindle", "replica", {**FAST, "replication": [master.rep_uri]})
+        replica.start()
+        wait_for(lambda: replica.upstream_status(1) == "follow", 30, "replica to follow")
+        # restart with a second upstream that is not there yet, quorum 2
+        peer = cluster.add("spindle", "peer", {**FAST, "replication": [master.rep_uri]})
+        replica.stop()
+        replica.cfg.update(replication=[master.rep_uri, peer.rep_uri],
+                           replication_connect_quorum=2, replication_sync_timeout=1,
+                           replication_connect_timeout=1)
+        replica.start()
+        assert replica.info("status") == "orphan"
+        assert replica.info("ro") is True
+        assert replica.eval("return box.info.ro_reason") == "orphan"
+        with pytest.raises(Exception) as exc:
+            replica.eval("box.space.t:insert{1}")
+        assert "read-only" in str(exc.value)
+        peer.start()
+        wait_for(lambda: replica.info("status") == "running", 30, "replica to leave orphan")
+        assert replica.info("ro") is False
+        assert "leaving orphan mode" in replica.output()
+
+
+def test_reconfiguration_adds_and_removes_upstreams(tmp_path):
+    with Cluster(tmp_path) as cluster:
+        master = cluster.add("spindle", "master", FAST).start()
+        replica = cluster.add("spindle", "replica", {**FAST, "replication": [master.rep_uri]})
+        replica.start()
+        wait_for(lambda: replica.upstream_status(1) == "follow", 30, "replica to follow")
+        other = cluster.add("spindle", "other", {**FAST, "replication": [master.rep_uri]})
+        other.start()
+        other_id = other.info("id")
+        replica.eval("box.cfg{replication = {...}}", master.rep_uri, other.rep_uri)
+        wait_for(lambda: replica.upstream_status(other_id) == "follow", 30, "second upstream")
+        replica.eval("box.cfg{replication = {...}}", master.rep_uri)
+        wait_for(lambda: replica.upstream_status(other_id) is None, 10, "upstream removed")
+        assert replica.upstream_status(1) == "follow"
+        with pytest.raises(Exception) as exc:
+            replica.eval("box.cfg{replication = {...}}", master.rep_uri, master.rep_uri)
+        assert "duplicate connection to the same replica" in str(exc.value)
+        wait_for(lambda: replica.upstream_status(1) == "follow", 30, "old upstream kept")
