@@ -7,6 +7,8 @@ Everything here runs on the tx thread; the REPL thread reaches it through shell/
 """
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,9 +30,29 @@ Available backslash commands:
   \\set language <language>   -- set language (lua or sql)
   \\set output <format>       -- set output format (yaml, lua or table)
   \\set delimiter <delimiter> -- set expression delimiter
+  \\watch <seconds> [count=<n>] <expression>
+                             -- evaluate <expression> every <seconds> and redraw its
+                                value in place until Ctrl-C (or <n> times); without a
+                                terminal, print each value, until the next input line
+                                or end of input (or <n> times)
   \\help                      -- show this screen
   \\quit                      -- quit interactive console
 """
+
+WATCH_USAGE = "Usage: \\watch <seconds> [count=<n>] <expression>"
+WATCH_MIN_INTERVAL = 0.01   # faster than this a watch only keeps the tx thread busy
+_WATCH = re.compile(r"\\watch(?:\s+(\S+))?(?:\s+count=(\S+)(?=\s+\S))?(?:\s+(.*))?\Z", re.S)
+
+
+@dataclass
+class WatchRequest:
+    """`\\watch`: what the front end should evaluate, how often, and how to show it.
+    The front end (shell/watch.py) owns the timing and the drawing; each evaluation
+    is an ordinary console statement submitted through the TxLink."""
+    interval: float
+    expression: str
+    count: int | None = None
+    output: str = "yaml"
 
 
 @dataclass
@@ -40,6 +62,7 @@ class Reply:
     error: str | None = None
     text: str = ""
     quit: bool = False
+    watch: WatchRequest | None = None
 
 
 class ConsoleEngine:
@@ -159,6 +182,8 @@ class ConsoleEngine:
         if not words:
             return self._reply(error="Invalid command")
         name, rest = words[0], words[1:]
+        if name == "watch":
+            return self._watch(line)
         if name in ("quit", "q"):
             return Reply(quit=True)
         if name in ("help", "h", "?"):
@@ -170,6 +195,47 @@ class ConsoleEngine:
             return self._reply()
         return self._reply(error="Invalid command \\" + " ".join(words) +
                            ". Type \\help for help.")
+
+    def _watch(self, line: str) -> Reply:
+        """Check a `\\watch` line; the front end runs the watch itself."""
+        match = _WATCH.match(line)
+        seconds, count, expression = match.groups() if match else (None, None, None)
+        if not seconds or not expression or not expression.strip():
+            return self._reply(error=WATCH_USAGE)
+        try:
+            interval = float(seconds)
+        except ValueError:
+            interval = math.nan
+        if not math.isfinite(interval) or interval < WATCH_MIN_INTERVAL:
+            return self._reply(error="\\watch: the interval must be a number of seconds, "
+                               f"at least {WATCH_MIN_INTERVAL}, got '{seconds}'")
+        if count is not None and not (count.isdigit() and int(count) > 0):
+            return self._reply(error=f"\\watch: count must be a positive integer, "
+                               f"got '{count}'")
+        expression = expression.strip()
+        if expression.startswith("\\"):
+            return self._reply(error="\\watch: only Lua can be watched, not a command")
+        if self.delimiter and expression.endswith(self.delimiter):
+            expression = expression[: -len(self.delimiter)]
+        error = self._compile_error(expression)
+        if error is not None:   # a syntax error would be the same on every tick
+            return self._reply(error=error)
+        return Reply(watch=WatchRequest(interval, expression,
+                                        int(count) if count is not None else None,
+                                        self.output))
+
+    def _compile_error(self, text: str) -> str | None:
+        """The message the console would show for a chunk that does not compile."""
+        try:
+            self.runtime.load("return " + text)
+            return None
+        except LuaError:
+            pass
+        try:
+            self.runtime.load(text)
+            return None
+        except LuaError as exc:
+            return exc.message
 
     def _set(self, option: str, value: str) -> Reply:
         if option == "output":

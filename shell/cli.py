@@ -4,6 +4,7 @@
     spindle SCRIPT.lua [ARGS]    run a startup script, like `tarantool SCRIPT.lua`
     spindle -e CODE [-i]         run Lua, then (with -i) the console
     spindle cat FILE...          print .xlog/.snap rows, like `tarantoolctl cat`
+    spindle demo [--dir DIR]     a local three-instance replica set, console on the first
 """
 from __future__ import annotations
 
@@ -18,13 +19,15 @@ USAGE = "spindle [OPTIONS] [SCRIPT [ARGS]...]"
 # `spindle NAME ARGS...`: NAME -> "module:function", called with ARGS, returns the exit code.
 SUBCOMMANDS = {
     "cat": "spindle.shell.cat:main",
+    "demo": "spindle.shell.demo:main",
 }
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="spindle", usage=USAGE,
-        description="Tarantool 2.6's replication core in Python, driven from Lua.")
+        description="Tarantool 2.6's replication core in Python, driven from Lua.",
+        epilog="commands: " + ", ".join(f"spindle {name} --help" for name in SUBCOMMANDS))
     parser.add_argument("-e", dest="chunks", action="append", default=[], metavar="EXPR",
                         help="execute the Lua chunk EXPR (repeatable)")
     parser.add_argument("-i", dest="interactive", action="store_true",

@@ -3,12 +3,14 @@
 The REPL thread never calls Lua. It asks the tx thread through the scheduler's
 thread-safe wakeup: `call()` runs a quick non-blocking function on the hub (is the
 chunk complete? what completes `box.`?), `submit()` hands a chunk to the console fiber
-and waits for its Reply, `interrupt()` cancels the running statement (Ctrl-C).
+and waits for its Reply, `interrupt()` cancels the running statement (Ctrl-C) and
+sets `interrupted`, which a `\\watch` in the REPL thread waits on between ticks.
 """
 from __future__ import annotations
 
 import collections
 import concurrent.futures
+import threading
 from typing import Any, Callable
 
 from spindle.core.fiber import Cond
@@ -24,6 +26,7 @@ class TxLink:
         self._inbox: collections.deque = collections.deque()
         self._arrived = Cond(self.sched)
         self.closed = concurrent.futures.Future()   # set when the console fiber ends
+        self.interrupted = threading.Event()          # Ctrl-C seen (cleared by its reader)
 
     # -------------------------------------------------- called from the REPL thread
 
@@ -45,6 +48,8 @@ class TxLink:
         return future.result()
 
     def interrupt(self) -> None:
+        """Ctrl-C (called from the SIGINT handler): never blocks, never touches Lua."""
+        self.interrupted.set()
         self.sched.call_soon_threadsafe(self.engine.interrupt)
 
     def close(self) -> None:

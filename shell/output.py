@@ -50,7 +50,31 @@ end
 
 
 class ConsoleStdout(StdoutProxy):
-    """prompt-toolkit's StdoutProxy plus drain(): wait until earlier writes are out."""
+    """prompt-toolkit's StdoutProxy plus drain(): wait until earlier writes are out;
+    and diverted(): hand the text to someone else while they own the screen (a
+    `\\watch` drawing with rich's Live prints it above its value)."""
+
+    _divert: Callable[[str], None] | None = None
+
+    @contextlib.contextmanager
+    def diverted(self, sink: Callable[[str], None]) -> Iterator[None]:
+        self.drain()
+        self._divert = sink
+        try:
+            yield
+        finally:
+            self.drain()   # what is queued still goes to `sink`, whose screen it is
+            self._divert = None
+
+    def _write_and_flush(self, loop, text: str) -> None:
+        divert = self._divert
+        if divert is not None:
+            try:
+                divert(text)
+                return
+            except Exception:   # noqa: BLE001 - never lose output over a drawing error
+                pass
+        super()._write_and_flush(loop, text)
 
     def drain(self, timeout: float = 2.0) -> None:
         done = threading.Event()
@@ -85,12 +109,25 @@ def console_stdout() -> Iterator[ConsoleStdout]:
     """Like prompt_toolkit.patch_stdout(raw=True), with log lines routed in too."""
     proxy = ConsoleStdout(raw=True, sleep_between_writes=0.05)
     saved = sys.stdout, sys.stderr
+
+    def to_console(line: str) -> None:
+        proxy.write(line + "\n")
+
+    # A log that box.cfg{log = ...} sent to a file stays there, as in Tarantool; only
+    # the default stderr log is drawn above the prompt.
+    previous_sink = log.set_sink(None)          # the current sink; stderr's installed
+    stderr_sink = log.set_sink(previous_sink)
+    routed = previous_sink is stderr_sink
+    if routed:
+        log.set_sink(to_console)
     sys.stdout = sys.stderr = proxy   # type: ignore[assignment]
-    previous_sink = log.set_sink(lambda line: proxy.write(line + "\n"))
     try:
         yield proxy
     finally:
-        log.set_sink(previous_sink)
+        if routed:
+            current = log.set_sink(previous_sink)
+            if current is not to_console:   # box.cfg{log = ...} ran meanwhile: keep it
+                log.set_sink(current)
         sys.stdout, sys.stderr = saved
         proxy.close()
 

@@ -1,8 +1,10 @@
 """`\\set output table`: a statement's values drawn as rich tables.
 
-An array of arrays (tuples) becomes a table with columns col1..colN; an array of maps
-becomes a table with one column per key (in order of first appearance). Any other
-value — and an error — is printed as the YAML document Tarantool would print.
+A `box.info.replication`-shaped value becomes one coloured row per peer
+(render_replication.py); an array of arrays (tuples) becomes a table with columns
+col1..colN; an array of maps becomes a table with one column per key (in order of
+first appearance). Any other value — and an error — is printed as the YAML document
+Tarantool would print.
 """
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ from rich.console import Console
 from rich.table import Table
 
 from spindle.lua.render import render_values
+
+from .render_replication import replication_peers, replication_table
 
 
 def render_reply(reply, output: str, width: int = 120, color: bool = False) -> str:
@@ -38,6 +42,9 @@ def render_table(values: list[Any], error: str | None = None, width: int = 120,
 
 
 def _as_table(value: Any) -> Table | None:
+    peers = replication_peers(value)
+    if peers is not None:
+        return replication_table(peers)
     if not isinstance(value, list) or not value:
         return None
     if all(isinstance(row, list) for row in value):

@@ -120,6 +120,11 @@ def _loop(link: TxLink, session: PromptSession, out: ConsoleStdout) -> None:
             return
         if reply.quit:
             return
+        if reply.watch is not None:
+            from .watch import CONSOLE_OVER, watch_live
+            if watch_live(link, reply.watch, out) == CONSOLE_OVER:
+                return
+            continue
         out.write(_reply_text(link, reply) + "\n")
         out.drain()
 
