@@ -321,6 +321,14 @@ class BoxExecutor(IprotoExecutor):
         if txns.current is not None:
             txns.rollback()
 
+    # --------------------------------------------------------- replication
+
+    def replication(self, session: Session, request: rq.ReplicationRequest, stream) -> None:
+        """JOIN / SUBSCRIBE / FETCH_SNAPSHOT / REGISTER: the master side of
+        replication (core/replication/master.py) takes over the connection."""
+        from spindle.core.replication.master import box_process_replication
+        box_process_replication(self, session, request, stream)
+
     # ---------------------------------------------------------------- vote
 
     def ballot(self) -> dict:

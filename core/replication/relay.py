@@ -1,0 +1,576 @@
+"""The relay: the master side of one downstream (relay.cc of seeds/relay.txt).
+
+Names follow the seed, so it can be read beside this file:
+
+* `relay_initial_join` — JOIN/FETCH_SNAPSHOT stage one: a read view of the data,
+  OK {start vclock} first (after a WAL sync, and after pending synchronous
+  transactions are confirmed), then one INSERT per tuple with only REQUEST_TYPE in
+  the header (iproto.md §8.3).
+* `relay_final_join` — the WAL rows (start, stop] with their original headers.
+* `relay_subscribe` — SUBSCRIBE: `relay_subscribe_f` streams WAL rows after the
+  replica's vclock (wal_cursor.py: files while far behind, the in-memory tail when
+  close), sends heartbeats when nothing was sent for `replication_timeout`, and
+  `relay_reader_f`, a second fiber, reads the replica's ACKs.
+
+2.6.0 runs a relay in a thread of its own; here both are fibers of the tx thread (the
+GIL would serialize threads anyway), which also lets the reader call the replica
+set's ACK hooks (the qsync limbo) and advance the WAL GC consumer directly.
+
+Every wait ends by a deadline: the sender's writes are cut short when the reader
+sees no ACK for 4 × replication_timeout (JOIN stages, without a reader, have a write
+deadline of their own). A relay never holds the loop: xlog blocks are read and decoded
+in a helper thread while the relay fiber waits, and the sender yields after ~10 ms of
+work.
+"""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import errno as errno_module
+import os
+import selectors
+import struct
+import time
+from typing import Any
+
+from spindle.core import log
+from spindle.core.box.field_types import packb
+from spindle.core.fiber.coio import SocketError, run_in_thread
+from spindle.core.iproto.constants import GroupId, IprotoType
+from spindle.core.iproto.errors import BoxError, FiberIsCancelled, TimedOut
+from spindle.core.iproto.replication import (
+    decode_vclock_row, encode_heartbeat, encode_vclock_row,
+)
+from spindle.core.iproto.xrow import XRow, frame
+from spindle.core.net.protocol import PacketError
+from spindle.core.net.session import format_peer
+from spindle.core.vclock import VClock
+
+from .replica import RelayState, Replica
+from .wal_cursor import WalCursor
+from .wal_tail import vclock_covers, wal_tail_of
+
+DEFAULT_REPLICATION_TIMEOUT = 1.0
+# A JOIN has no ACKs to watch: a write that cannot go on for this long (or for the
+# disconnect timeout, if longer) means the joining replica is gone.
+JOIN_WRITE_TIMEOUT = 30.0
+SEND_BUFFER = 256 * 1024      # bytes gathered before one socket write
+TIME_SLICE = 0.010            # seconds of work before the sender yields
+UNACKED_MAX = 65536           # sent transactions remembered for the lag
+GC_CHECK_INTERVAL = 0.5       # at most this often an ACK moves the GC consumer
+_pack_u32 = struct.Struct(">I").pack
+
+
+def replication_timeout(box) -> float:
+    """box.cfg.replication_timeout, read every time: it is dynamic."""
+    value = box.cfg.get("replication_timeout") if box.cfg else None
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return DEFAULT_REPLICATION_TIMEOUT
+    return value if value > 0 else DEFAULT_REPLICATION_TIMEOUT
+
+
+def replication_disconnect_timeout(box) -> float:
+    return 4 * replication_timeout(box)
+
+
+def join_write_timeout(box) -> float:
+    return max(JOIN_WRITE_TIMEOUT, replication_disconnect_timeout(box))
+
+
+# ------------------------------------------------------------ QSYNC HOOK
+
+def relay_wait_sync_confirm(box) -> None:
+    """QSYNC HOOK — txn_limbo_wait_confirm() of 2.6.0's relay_initial_join: a JOIN
+    sends its start vclock only after the pending synchronous transactions are
+    confirmed (ER_SYNC_ROLLBACK / ER_SYNC_QUORUM_TIMEOUT otherwise). A no-op until
+    the box has a limbo; the qsync issue gives `box.limbo.wait_confirm()` (or
+    replaces this function)."""
+    limbo = getattr(box, "limbo", None)
+    wait_confirm = getattr(limbo, "wait_confirm", None)
+    if wait_confirm is not None:
+        wait_confirm()
+
+
+# ------------------------------------------------------------------ errors
+
+def socket_name(stream) -> str:
+    """sio_socketname(): `fd N, aka <local>, peer of <remote>`. Taken while the
+    socket is connected (after a reset the addresses are gone)."""
+    try:
+        fd = stream.sock.fileno()
+        name = f"fd {fd}, aka {format_peer(stream.sock.name())}"
+    except OSError:
+        return f"fd -1, peer of {stream.peer}"
+    return f"{name}, peer of {stream.peer}"
+
+
+def socket_error(name: str, what: str, system_message: str | None) -> SocketError:
+    """Tarantool's SocketError: `<what>, called on <socket name>`, with strerror()
+    as the system message."""
+    exc = SocketError(f"{what}, called on {name}")
+    exc.system_message = system_message
+    return exc
+
+
+def eof_error(name: str) -> SocketError:
+    return socket_error(name, "unexpected EOF when reading from socket",
+                        os.strerror(errno_module.EPIPE))
+
+
+def timed_out_error() -> TimedOut:
+    exc = TimedOut()
+    exc.system_message = os.strerror(errno_module.ETIMEDOUT)
+    return exc
+
+
+# ----------------------------------------------------------------- filters
+
+def relay_filter_tx(tx: list[XRow], *, subscriber_id: int = 0,
+                    local_vclock_at_subscribe: VClock | None = None,
+                    id_filter: frozenset[int] = frozenset()) -> list[XRow]:
+    """relay_send_row()'s decisions for one transaction (iproto.md §8.4):
+
+    * GROUP_LOCAL rows with replica_id 0 are skipped; with another replica_id they
+      go out as NOP (no body, group 0) so the replica's vclock still moves;
+    * rows of an id in ID_FILTER are skipped;
+    * rows of the subscriber itself are skipped unless the master had them when the
+      subscription began (lsn <= local_vclock_at_subscribe[id]: the replica may
+      have lost them), so a master-master peer never gets its rows back.
+
+    Rows are never changed in place (they are the WAL's and the tail's). When the
+    commit row is filtered out, the last row sent carries the commit flag, so the
+    replica's applier never waits for the end of a transaction it will not get."""
+    out: list[XRow] = []
+    for row in tx:
+        if row.group_id == GroupId.LOCAL:
+            if row.replica_id == 0:
+                continue
+            row = XRow(type=IprotoType.NOP, replica_id=row.replica_id, lsn=row.lsn,
+                       timestamp=row.timestamp, tsn=row.tsn, is_commit=row.is_commit)
+        if row.replica_id in id_filter:
+            continue
+        if (subscriber_id and row.replica_id == subscriber_id
+                and local_vclock_at_subscribe is not None
+                and row.lsn > local_vclock_at_subscribe.get(subscriber_id)):
+            continue
+        out.append(row)
+    if out and tx[-1].is_commit and not out[-1].is_commit:
+        out[-1] = dataclasses.replace(out[-1], is_commit=True)
+    return out
+
+
+# ------------------------------------------------------------------- relay
+
+class Relay:
+    """struct relay: one replica's downstream. What box.info.replication shows:
+    `state`, `vclock` (the last vclock the replica ACKed), `idle()`, `lag`,
+    `message` / `system_message` once stopped by an error; `info()` gives the
+    `downstream` table."""
+
+    def __init__(self, sched, box, replica: Replica | None, stream, sync: int):
+        self.sched = sched
+        self.box = box
+        self.replica = replica
+        self.stream = stream
+        self.sync = sync
+        self.socket_name = socket_name(stream)
+        self.state = RelayState.OFF
+        self.vclock = VClock()
+        self.error: BaseException | None = None
+        self.message: str | None = None
+        self.system_message: str | None = None
+        self.last_row_time = sched.clock()     # last send: rows or heartbeat
+        self.last_recv_time = sched.clock()
+        self.local_vclock_at_subscribe = VClock()
+        self.id_filter: frozenset[int] = frozenset()
+        self.version_id = 0
+        self.cursor: WalCursor | None = None
+        self.fiber = None                      # the sender (relay_subscribe_f)
+        self.reader = None                     # relay_reader_f
+        self.rows_sent = 0
+        # None: a write waits until the reader reports the replica gone (SUBSCRIBE);
+        # the JOIN stages have no reader and give up after this many seconds
+        self.write_timeout: float | None = None
+        self._lag = 0.0
+        self._unacked: collections.deque = collections.deque(maxlen=UNACKED_MAX)
+        self._gc_checked_at = float("-inf")
+        self.slice_start = sched.clock()       # start of the current run on the CPU
+
+    def __repr__(self) -> str:
+        uuid = self.replica.uuid if self.replica is not None else None
+        return f"<Relay {uuid} {self.state.value}>"
+
+    # ------------------------------------------------------- introspection
+
+    def idle(self) -> float:
+        """Seconds since the relay last sent anything (rows or a heartbeat)."""
+        return max(0.0, self.sched.clock() - self.last_row_time)
+
+    @property
+    def lag(self) -> float:
+        """Downstream lag (tarantool#10029): the time between a row's WAL write and
+        the ACK covering it. While rows wait for an ACK it is at least how long the
+        oldest of them has waited; once the replica has ACKed everything and sends
+        an ACK with nothing new (it is idle), it is 0."""
+        if self._unacked:
+            return max(self._lag, time.time() - self._unacked[0][2])
+        return self._lag
+
+    def info(self) -> dict[str, Any]:
+        """The `downstream` table of box.info.replication (nothing when OFF)."""
+        if self.state == RelayState.FOLLOW:
+            return {"status": "follow", "idle": self.idle(),
+                    "vclock": self.vclock.to_dict(), "lag": self.lag}
+        if self.state == RelayState.STOPPED:
+            info: dict[str, Any] = {"status": "stopped"}
+            if self.message is not None:
+                info["message"] = self.message
+            if self.system_message is not None:
+                info["system_message"] = self.system_message
+            return info
+        return {}
+
+    # --------------------------------------------------------------- errors
+
+    def set_error(self, exc: BaseException) -> None:
+        """relay_set_error(): the first error is the one reported."""
+        if self.error is not None or isinstance(exc, FiberIsCancelled):
+            return
+        self.error = exc
+        self.message = getattr(exc, "message", None) or str(exc)
+        self.system_message = getattr(exc, "system_message", None)
+        if self.fiber is not None and self.fiber is not self.sched.current:
+            self.sched.wakeup(self.fiber)
+
+    def check(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+    def maybe_yield(self) -> None:
+        """Give the loop back after TIME_SLICE of work (the watchdog flags 50 ms)."""
+        now = self.sched.clock()
+        if now - self.slice_start > TIME_SLICE:
+            self.sched.yield_()
+            self.slice_start = self.sched.clock()
+
+    # --------------------------------------------------------------- output
+
+    def send(self, data: bytes) -> None:
+        """relay_send(): write to the replica. The wait for a writable socket ends
+        early when the reader reports an error, so a replica that stops reading
+        cannot hold the relay past the disconnect timeout."""
+        raw = self.stream.sock.sock
+        view = memoryview(data)
+        sched = self.sched
+        me = sched.current
+        deadline = None if self.write_timeout is None else sched.clock() + self.write_timeout
+        while view:
+            self.check()
+            try:
+                sent = raw.send(view)
+            except (BlockingIOError, InterruptedError):
+                left = None if deadline is None else deadline - sched.clock()
+                if left is not None and left <= 0:
+                    raise timed_out_error() from None
+                sched.wait_io(raw, selectors.EVENT_WRITE, left)
+                me.testcancel()
+                continue
+            except OSError as exc:
+                raise socket_error(self.socket_name, "writev(1)",
+                                   exc.strerror or os.strerror(exc.errno or 0)) from None
+            view = view[sent:]
+        self.last_row_time = self.sched.clock()
+
+    # ----------------------------------------------------------------- ACKs
+
+    def note_sent(self, row: XRow) -> None:
+        self._unacked.append((row.replica_id, row.lsn, row.timestamp))
+
+    def process_ack(self, vclock: VClock) -> None:
+        """An ACK: the replica has written everything up to `vclock`."""
+        self.vclock = vclock
+        self.last_recv_time = self.sched.clock()
+        newest = None
+        unacked = self._unacked
+        while unacked and vclock.get(unacked[0][0]) >= unacked[0][1]:
+            newest = unacked.popleft()[2]
+        if newest is not None:
+            self._lag = max(0.0, time.time() - newest)
+        elif not unacked:
+            self._lag = 0.0      # caught up and idle (tarantool#10029)
+        replicaset = getattr(self.box, "replicaset", None)
+        if replicaset is not None and self.replica is not None:
+            for hook in list(replicaset.on_relay_ack):
+                try:
+                    hook(self.replica, vclock)
+                except Exception as exc:   # noqa: BLE001 - one hook must not stop the relay
+                    log.error("relay ACK hook %r failed: %s", hook, exc)
+        self._advance_gc(vclock)
+
+    def _advance_gc(self, vclock: VClock) -> None:
+        """Move the replica's WAL consumer to the start of the oldest xlog the
+        replica still needs: the newest file starting at or before what it ACKed
+        (box_info.md §4: it moves when an xlog is done with, not on every ACK)."""
+        replica = self.replica
+        gc = getattr(self.box, "gc", None)
+        consumer = replica.gc if replica is not None else None
+        if gc is None or consumer is None or consumer.is_inactive:
+            return
+        if vclock_covers(consumer.vclock, vclock):
+            return                        # nothing new since the consumer's position
+        now = self.sched.clock()
+        if now - self._gc_checked_at < GC_CHECK_INTERVAL:
+            return
+        self._gc_checked_at = now
+        starts = [clock for clock in self.box.wal.xlog_vclocks()
+                  if vclock_covers(vclock, clock)]
+        if not starts:
+            return
+        # Component 0 (local rows) never decides what a replica needs; keeping the
+        # larger one keeps the consumer's signature from going back.
+        target = starts[-1].copy()
+        target.reset(0, max(target.get(0), consumer.vclock.get(0)))
+        if vclock_covers(target, consumer.vclock) and target.signature > consumer.signature:
+            gc.advance_consumer(consumer, target)
+
+
+def relay_set_state(relay: Relay, state: RelayState) -> None:
+    """The one place a relay changes state: logged, and the replica set's
+    `on_relay_state` triggers run (box.info watchers, the qsync limbo)."""
+    if relay.state == state:
+        return
+    relay.state = state
+    replica = relay.replica
+    log.verbose("relay to %s: %s", replica.uuid if replica else "?", state.value)
+    replicaset = getattr(relay.box, "replicaset", None)
+    for hook in list(getattr(replicaset, "on_relay_state", ())):
+        try:
+            hook(replica, relay)
+        except Exception as exc:   # noqa: BLE001 - a trigger must not break the relay
+            log.error("relay state trigger %r failed: %s", hook, exc)
+
+
+# ------------------------------------------------------------------- output
+
+def relay_send_heartbeat(relay: Relay) -> None:
+    """OK with REPLICA_ID = the master's id and TIMESTAMP = now, no body."""
+    row = encode_heartbeat(relay.box.instance_id, time.time())
+    relay.send(row.encode_frame(relay.sync))
+
+
+def relay_send_txs(relay: Relay, txs: list[list[XRow]], *, subscriber: bool = True,
+                   stop: VClock | None = None) -> None:
+    """Filter and send transactions in as few socket writes as possible. `stop`
+    (final join) drops rows past it; `subscriber` applies the per-replica filters."""
+    replica = relay.replica
+    out: list[bytes] = []
+    size = 0
+    for tx in txs:
+        if stop is not None:
+            tx = [row for row in tx if row.lsn <= stop.get(row.replica_id)]
+            if not tx:
+                continue
+        if subscriber:
+            rows = relay_filter_tx(tx, subscriber_id=replica.id if replica else 0,
+                                   local_vclock_at_subscribe=relay.local_vclock_at_subscribe,
+                                   id_filter=relay.id_filter)
+        else:
+            rows = relay_filter_tx(tx)
+        if not rows:
+            continue
+        for row in rows:
+            data = row.encode_frame(relay.sync)
+            out.append(data)
+            size += len(data)
+        relay.note_sent(rows[-1])
+        relay.rows_sent += len(rows)
+        if size >= SEND_BUFFER:
+            relay.send(b"".join(out))
+            out, size = [], 0
+            relay.maybe_yield()
+    if out:
+        relay.send(b"".join(out))
+
+
+def relay_cursor(box, vclock: VClock) -> WalCursor:
+    """relay->r: the rows after `vclock`; file blocks are decoded in a helper
+    thread while the relay fiber waits."""
+    sched = box.sched
+    return WalCursor(box.wal, wal_tail_of(box.wal, sched), vclock,
+                     offload=lambda fn, *args: run_in_thread(sched, fn, *args))
+
+
+# ---------------------------------------------------------------------- JOIN
+
+def relay_initial_join(box, stream, sync: int) -> VClock:
+    """Send OK {vclock} and the data of a read view; returns that vclock (the
+    replica's starting point). Temporary and GROUP_LOCAL spaces are not sent."""
+    sched = box.sched
+    view = box.read_view()        # frozen first: writes may go on while it is sent
+    try:
+        # Everything the view shows is in the WAL once this returns.
+        vclock = box.wal.sync()
+        relay_wait_sync_confirm(box)
+        timeout = join_write_timeout(box)
+        stream.write_row(encode_vclock_row(vclock), sync, timeout)
+        head = XRow(type=IprotoType.INSERT).encode_header(sync)
+        out: list[bytes] = []
+        size = 0
+        prefixes: dict[int, bytes] = {}
+        slice_start = sched.clock()
+        count = 0
+        for space_id, tup, group_id in view:
+            if group_id == GroupId.LOCAL:
+                continue
+            prefix = prefixes.get(space_id)
+            if prefix is None:
+                # SPACE_ID always as a 5-byte uint, as 2.6.0's snapshot rows
+                prefix = prefixes[space_id] = head + b"\x82\x10\xce" + _pack_u32(space_id) \
+                    + b"\x21"
+            data = tup if isinstance(tup, (bytes, bytearray)) else packb(tup)
+            packet = prefix + data
+            out.append(frame(packet))
+            size += len(packet) + 5
+            count += 1
+            if size >= SEND_BUFFER:
+                stream.write(b"".join(out), timeout)
+                out, size = [], 0
+            if count & 1023 == 0 and sched.clock() - slice_start > TIME_SLICE:
+                sched.yield_()
+                slice_start = sched.clock()
+        if out:
+            stream.write(b"".join(out), timeout)
+    finally:
+        close = getattr(view, "close", None)
+        if close is not None:
+            close()
+    return vclock
+
+
+def relay_final_join(box, stream, sync: int, start: VClock, stop: VClock) -> None:
+    """Send the WAL rows (start, stop] as they are in the WAL (with the JOIN's sync).
+    No per-replica filter: on a re-bootstrap even the replica's own rows go back."""
+    sched = box.sched
+    relay = Relay(sched, box, None, stream, sync)
+    relay.write_timeout = join_write_timeout(box)
+    cursor = relay_cursor(box, start)
+    try:
+        while not vclock_covers(cursor.vclock, stop):
+            txs = cursor.read()
+            if txs is None:
+                # Rows up to `stop` are written: the cursor only waits for a batch
+                # that completes right now.
+                cursor.wait(replication_timeout(box))
+                continue
+            relay.maybe_yield()
+            if txs:
+                relay_send_txs(relay, txs, subscriber=False, stop=stop)
+                relay.maybe_yield()
+    finally:
+        cursor.close()
+
+
+# ----------------------------------------------------------------- SUBSCRIBE
+
+def relay_subscribe(relay: Relay, replica_clock: VClock, version_id: int,
+                    id_filter: frozenset[int]) -> None:
+    """Stream to the replica until an error, EOF or cancellation; the relay is
+    FOLLOW already (box_process_subscribe set it before answering). Raises the
+    error that stopped it, after recording it on the relay (box.info shows it)."""
+    box, sched = relay.box, relay.sched
+    relay.version_id = version_id
+    relay.id_filter = id_filter
+    relay.local_vclock_at_subscribe = box.vclock.copy()
+    relay.vclock = replica_clock.copy()
+    relay.vclock.reset(0, 0)            # what the replica has: its rows, not our local ones
+    relay.fiber = sched.current
+    relay.cursor = relay_cursor(box, replica_clock)
+    try:
+        relay.reader = relay.stream.spawn(relay_reader_f, relay, name="relay.reader")
+        relay_subscribe_f(relay)
+    except FiberIsCancelled:
+        raise
+    except BaseException as exc:
+        relay.set_error(exc)
+    finally:
+        relay_stop(relay)
+    if relay.error is not None:
+        log.error("relay to %s stopped: %s", relay.replica.uuid if relay.replica else "?",
+                  relay.message)
+        raise relay.error
+
+
+def relay_subscribe_f(relay: Relay) -> None:
+    """The sender loop: rows as they come, a heartbeat when idle for
+    replication_timeout (read every time: it is dynamic)."""
+    sched, box, cursor = relay.sched, relay.box, relay.cursor
+    relay_send_heartbeat(relay)
+    while True:
+        relay.check()
+        txs = cursor.read()
+        if txs is not None:
+            # Reading a file block and encoding its rows each take up to ~20 ms:
+            # the loop gets the CPU back between them.
+            relay.maybe_yield()
+            if txs:
+                relay_send_txs(relay, txs)
+                relay.maybe_yield()
+            continue
+        now = sched.clock()
+        deadline = relay.last_row_time + replication_timeout(box)
+        if now >= deadline:
+            relay_send_heartbeat(relay)
+            continue
+        cursor.wait(deadline - now)
+        relay.slice_start = sched.clock()
+
+
+def relay_reader_f(relay: Relay) -> None:
+    """Read ACKs: only their VCLOCK matters (the type of an OK-ish row is not
+    checked, as in 2.6.0; an error reply stops the relay with its error). Silence
+    for 4 × replication_timeout, EOF or garbage stop the relay."""
+    stream, box = relay.stream, relay.box
+    try:
+        while True:
+            try:
+                row = stream.read_row(replication_disconnect_timeout(box))
+            except PacketError as exc:
+                raise exc.error from None
+            except EOFError:
+                row = None
+            except TimedOut:
+                raise timed_out_error() from None
+            except OSError as exc:
+                readahead = getattr(stream.reader, "readahead", 16320)
+                raise socket_error(relay.socket_name, f"read({readahead})",
+                                   exc.strerror or os.strerror(exc.errno or 0)) from None
+            if row is None:
+                raise eof_error(relay.socket_name)
+            relay.process_ack(decode_vclock_row(row))
+    except FiberIsCancelled:
+        return
+    except BoxError as exc:
+        relay.set_error(exc)
+    except Exception as exc:   # noqa: BLE001 - a bug here must stop only this relay
+        log.error("relay reader failed: %r", exc)
+        relay.set_error(exc)
+
+
+def relay_stop(relay: Relay) -> None:
+    """relay_stop() + replica_on_relay_stop(): the reader goes, the state is
+    STOPPED, and a replica nothing else refers to (an anonymous one) is forgotten."""
+    sched = relay.sched
+    reader = relay.reader
+    if reader is not None and reader.status != "dead" and reader is not sched.current:
+        sched.cancel(reader)
+    if relay.cursor is not None:
+        relay.cursor.close()
+    relay_set_state(relay, RelayState.STOPPED)
+    relay.fiber = None
+    replica = relay.replica
+    replicaset = getattr(relay.box, "replicaset", None)
+    if replica is not None and replicaset is not None and not replica.id:
+        replica.anon = False
+        replicaset.forget_if_unused(replica)

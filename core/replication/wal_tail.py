@@ -1,0 +1,138 @@
+"""The in-memory tail of the WAL: rows written lately, for relays that are close behind.
+
+2.6.0's relay thread re-reads the current .xlog file on every WAL event. A relay here is
+a fiber of the tx thread, where decoding a file again costs the loop; instead the WAL
+writer's `on_write` hook (run in tx after every batch, with the rows signed: REPLICA_ID,
+LSN, TSN, FLAGS, TIMESTAMP) appends each batch to this tail, and relays that caught up
+read from it. Relays that are further behind read files (wal_cursor.py) and switch to
+the tail once they reach it.
+
+Invariants the cursor relies on:
+* batches are appended in WAL order, each with the WAL vclock right after it, so
+  `vclock_after` only grows (component-wise) along the list;
+* `base_vclock` is the WAL vclock before the oldest batch kept: every row written
+  after it is in the tail, every row before it only in the files;
+* the tail is bounded (rows and bytes); dropping the oldest batches moves
+  `base_vclock` forward. A relay whose next batch was dropped goes back to files.
+"""
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+
+from spindle.core.fiber import Cond
+from spindle.core.iproto.xrow import XRow
+from spindle.core.vclock import VClock
+
+DEFAULT_MAX_ROWS = 50_000
+DEFAULT_MAX_BYTES = 16 << 20
+_ROW_OVERHEAD = 48          # header fields of an encoded row, roughly
+
+
+@dataclass(slots=True)
+class TailBatch:
+    seq: int                 # position in the tail's history, never reused
+    rows: list[XRow]         # whole transactions, in WAL order
+    vclock_after: VClock     # the WAL vclock right after these rows
+    size: int                # approximate encoded size
+
+
+def vclock_covers(vclock: VClock, other: VClock) -> bool:
+    """`other` <= `vclock` in every component but 0 (local rows are never relayed,
+    so component 0 never decides what a relay still has to read)."""
+    for replica_id, lsn in other.items():
+        if replica_id and lsn > vclock.get(replica_id):
+            return False
+    return True
+
+
+class WalTail:
+    def __init__(self, sched, wal, *, max_rows: int = DEFAULT_MAX_ROWS,
+                 max_bytes: int = DEFAULT_MAX_BYTES):
+        self.sched = sched
+        self.wal = wal
+        self.max_rows = max_rows
+        self.max_bytes = max_bytes
+        self.base_vclock = wal.vclock.copy()
+        self.batches: list[TailBatch] = []
+        self.first_seq = 0          # seq of batches[0] (== next_seq when empty)
+        self.next_seq = 0
+        self.rows = 0
+        self.bytes = 0
+        self.cond = Cond(sched)     # broadcast on every batch: relays waiting wake up
+        wal.on_write.append(self._on_write)
+
+    def detach(self) -> None:
+        if self._on_write in self.wal.on_write:
+            self.wal.on_write.remove(self._on_write)
+
+    # ----------------------------------------------------------- WAL side
+
+    def _on_write(self, rows: list[XRow]) -> None:
+        """WalWriter.on_write: runs in tx with the rows of one completed batch; the
+        writer's vclock is already the one after them."""
+        self.append(rows, self.wal.vclock.copy())
+
+    def append(self, rows: list[XRow], vclock_after: VClock) -> None:
+        size = sum(len(row.body or b"") + _ROW_OVERHEAD for row in rows)
+        self.batches.append(TailBatch(self.next_seq, list(rows), vclock_after, size))
+        self.next_seq += 1
+        self.rows += len(rows)
+        self.bytes += size
+        if self.rows > self.max_rows or self.bytes > self.max_bytes:
+            self._trim()
+        self.cond.broadcast()
+
+    def _trim(self) -> None:
+        """Drop the oldest batches down to 3/4 of the limits (in one slice, so that
+        appending stays O(1) amortized)."""
+        rows_goal, bytes_goal = self.max_rows * 3 // 4, self.max_bytes * 3 // 4
+        drop = 0
+        while drop < len(self.batches) - 1 and (self.rows > rows_goal
+                                                 or self.bytes > bytes_goal):
+            batch = self.batches[drop]
+            self.rows -= len(batch.rows)
+            self.bytes -= batch.size
+            drop += 1
+        if drop:
+            self.base_vclock = self.batches[drop - 1].vclock_after.copy()
+            del self.batches[:drop]
+            self.first_seq += drop
+
+    # ---------------------------------------------------------- relay side
+
+    def reaches(self, vclock: VClock) -> bool:
+        """True when every row after `vclock` is still here (or not written yet)."""
+        return vclock_covers(vclock, self.base_vclock)
+
+    def seek(self, vclock: VClock) -> int:
+        """The seq of the first batch with a row not covered by `vclock` (binary
+        search on the monotone `vclock_after`); next_seq when all are covered."""
+        lo, hi = 0, len(self.batches)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if vclock_covers(vclock, self.batches[mid].vclock_after):
+                lo = mid + 1
+            else:
+                hi = mid
+        return self.first_seq + lo
+
+    def get(self, seq: int) -> TailBatch | None:
+        """The batch `seq`, or None when it is not written yet. A seq already dropped
+        raises LookupError: the reader must go back to the files."""
+        if seq < self.first_seq:
+            raise LookupError(seq)
+        index = seq - self.first_seq
+        return self.batches[index] if index < len(self.batches) else None
+
+
+_tails: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def wal_tail_of(wal, sched) -> WalTail:
+    """The tail of `wal`, attached on first use (rows written before that are read
+    from the files)."""
+    tail = _tails.get(wal)
+    if tail is None:
+        tail = _tails[wal] = WalTail(sched, wal)
+    return tail

@@ -1,0 +1,290 @@
+"""The relay's row source: the in-memory WAL tail and the cursor that reads the xlog
+files while it is behind and the tail once it has caught up — every row exactly once,
+in WAL order, across rotations, a file still being written, a tail that drops rows,
+and start vclocks that are not a prefix of this WAL."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from spindle.core.fiber import Scheduler
+from spindle.core.fiber.coio import run_in_thread
+from spindle.core.iproto.constants import IprotoType
+from spindle.core.iproto.xrow import XRow, encode_dml_body
+from spindle.core.replication.wal_cursor import WalCursor, XlogGapError
+from spindle.core.replication.wal_tail import WalTail
+from spindle.core.vclock import VClock
+from spindle.core.wal.writer import WalWriter
+from spindle.core.xlog.format import EOF_MARKER_BYTES
+
+UUID1 = "11111111-1111-4111-8111-111111111111"
+
+
+def insert(key, replica_id=0, lsn=0) -> XRow:
+    return XRow(type=IprotoType.INSERT, replica_id=replica_id, lsn=lsn,
+                body=encode_dml_body(IprotoType.INSERT, 512, tuple=[key, "v"]))
+
+
+def drain(cursor: WalCursor) -> list[list[XRow]]:
+    """Everything the cursor has now (until it says: wait for the WAL)."""
+    out = []
+    while True:
+        txs = cursor.read()
+        if txs is None:
+            return out
+        out.extend(txs)
+
+
+def lsns(txs) -> list[tuple[int, int]]:
+    return [(row.replica_id, row.lsn) for tx in txs for row in tx]
+
+
+def own(first: int, last: int) -> list[tuple[int, int]]:
+    return [(1, lsn) for lsn in range(first, last + 1)]
+
+
+@pytest.fixture
+def wal(sched, tmp_path):
+    writer = WalWriter(sched, str(tmp_path), UUID1, VClock(), instance_id=1)
+    yield writer
+    writer.stop()
+
+
+# ------------------------------------------------------------------- the tail
+
+def test_tail_keeps_batches_in_order_and_seeks_by_vclock(run, sched, wal):
+    def main():
+        tail = WalTail(sched, wal)
+        wal.write([insert(1)])
+        wal.write([insert(2), insert(3)])
+        wal.write([insert(4)])
+        assert [b.vclock_after for b in tail.batches] == [
+            VClock({1: 1}), VClock({1: 3}), VClock({1: 4})]
+        assert tail.seek(VClock()) == 0
+        assert tail.seek(VClock({1: 1})) == 1
+        assert tail.seek(VClock({1: 2})) == 1      # inside a batch: from its start
+        assert tail.seek(VClock({1: 4})) == 3 == tail.next_seq
+        assert tail.get(3) is None
+        assert tail.reaches(VClock()) and tail.base_vclock == VClock()
+        tail.detach()
+    run(main)
+
+
+def test_tail_drops_the_oldest_batches_and_moves_its_base(run, sched, wal):
+    def main():
+        tail = WalTail(sched, wal, max_rows=4)
+        for key in range(6):
+            wal.write([insert(key)])
+        assert tail.rows <= 4 and tail.first_seq > 0
+        first_kept = tail.batches[0].rows[0].lsn
+        assert tail.base_vclock == VClock({1: first_kept - 1})
+        assert not tail.reaches(VClock()) and tail.reaches(tail.base_vclock)
+        with pytest.raises(LookupError):
+            tail.get(0)
+        tail.detach()
+    run(main)
+
+
+# ----------------------------------------------------------------- the cursor
+
+def test_a_cursor_at_the_wal_vclock_follows_the_tail(run, sched, wal):
+    def main():
+        wal.write([insert(1)])
+        tail = WalTail(sched, wal)
+        cursor = WalCursor(wal, tail, wal.vclock)
+        assert cursor.mode == "tail" and cursor.read() is None
+        wal.write([insert(2)])
+        wal.write([insert(3), insert(4)])
+        txs = drain(cursor)
+        assert [[row.lsn for row in tx] for tx in txs] == [[2], [3, 4]]
+        assert cursor.vclock == VClock({1: 4}) and drain(cursor) == []
+    run(main)
+
+
+def test_files_then_tail_across_rotations_without_gaps_or_duplicates(run, sched, wal):
+    def main():
+        for key in range(10):
+            wal.write([insert(key)])
+        wal.rotate()
+        for key in range(10, 20):
+            wal.write([insert(key), insert(key + 100)])       # two-row transactions
+        wal.rotate()
+        wal.write([insert(50)])
+        tail = WalTail(sched, wal)                   # rows so far: only in the files
+        for key in range(20, 25):
+            wal.write([insert(key)])
+        cursor = WalCursor(wal, tail, VClock())
+        assert cursor.mode == "files"
+        txs = drain(cursor)
+        assert lsns(txs) == own(1, 36)
+        assert cursor.mode == "tail" and cursor.files_read == 3
+        assert [len(tx) for tx in txs[10:20]] == [2] * 10     # transactions stay whole
+        wal.write([insert(99)])
+        assert lsns(drain(cursor)) == [(1, 37)]
+    run(main)
+
+
+def test_a_cursor_in_the_middle_of_a_file_starts_after_its_vclock(run, sched, wal):
+    def main():
+        for key in range(8):
+            wal.write([insert(key)])
+        tail = WalTail(sched, wal, max_rows=2)
+        for key in range(8, 12):
+            wal.write([insert(key)])
+        cursor = WalCursor(wal, tail, VClock({1: 5}))
+        assert lsns(drain(cursor)) == own(6, 12)
+    run(main)
+
+
+def test_rows_written_but_not_yet_reported_to_tx_come_from_the_tail(run, sched, wal):
+    class LaggingWal:
+        """tx has not heard of the last batches yet (their completions are queued)."""
+
+        def __init__(self, real, vclock):
+            self.vclock, self.wal_dir = vclock, real.wal_dir
+            self.xlog_vclocks = real.xlog_vclocks
+
+    def main():
+        for key in range(6):
+            wal.write([insert(key)])
+        tail = WalTail(sched, wal)
+        for key in range(6, 10):
+            wal.write([insert(key)])
+        lagging = LaggingWal(wal, VClock({1: 8}))
+        cursor = WalCursor(lagging, tail, VClock())
+        txs = drain(cursor)
+        assert cursor.mode == "tail"
+        assert lsns(txs) == own(1, 10)
+    run(main)
+
+
+def test_a_cursor_that_falls_behind_the_tail_goes_back_to_the_files(run, sched, wal):
+    def main():
+        wal.write([insert(0)])
+        tail = WalTail(sched, wal, max_rows=4)
+        cursor = WalCursor(wal, tail, wal.vclock)
+        assert cursor.mode == "tail"
+        for key in range(1, 11):
+            wal.write([insert(key)])
+        assert tail.first_seq > 0
+        txs = drain(cursor)
+        assert lsns(txs) == own(2, 11)
+        assert cursor.mode == "tail" and cursor.files_read == 1
+    run(main)
+
+
+@pytest.mark.parametrize("tail_first", [True, False], ids=["from-tail", "from-files"])
+def test_a_start_that_is_not_a_prefix_of_this_wal(run, sched, wal, tail_first):
+    """A master-master peer: it has all of instance 2's rows and our first one; this
+    WAL interleaves them differently, so no prefix of it equals the peer's vclock."""
+    def main():
+        tail = WalTail(sched, wal) if tail_first else None
+        for lsn in range(1, 4):
+            wal.write([insert(lsn)])
+            wal.write([insert(lsn + 10, replica_id=2, lsn=lsn)])
+        tail = tail or WalTail(sched, wal)
+        cursor = WalCursor(wal, tail, VClock({1: 1, 2: 3}))
+        assert cursor.mode == ("tail" if tail_first else "files")
+        assert lsns(drain(cursor)) == [(1, 2), (1, 3)]
+        assert cursor.vclock == VClock({1: 3, 2: 3})
+    run(main)
+
+
+def test_missing_files_are_a_gap(run, sched, wal):
+    def main():
+        for key in range(5):
+            wal.write([insert(key)])
+        wal.rotate()
+        wal.write([insert(5)])
+        tail = WalTail(sched, wal)
+        wal.collect_garbage(VClock({1: 5}))
+        cursor = WalCursor(wal, tail, VClock({1: 2}))
+        with pytest.raises(XlogGapError) as info:
+            drain(cursor)
+        assert info.value.message == \
+            "Missing .xlog file between LSN 2 {1: 2} and 5 {1: 5}"
+        assert info.value.type == "XlogGapError"
+    run(main)
+
+
+def test_a_file_left_without_eof_marker_is_followed_by_the_next(run, sched, tmp_path):
+    def first():
+        writer = WalWriter(sched, str(tmp_path), UUID1, VClock(), instance_id=1)
+        for key in range(5):
+            writer.write([insert(key)])
+        writer.stop()
+    run(first)
+    # A crash: the first file has no EOF marker (the empty next file is where the
+    # WAL goes on).
+    path = Path(tmp_path) / "00000000000000000000.xlog"
+    data = path.read_bytes()
+    assert data.endswith(EOF_MARKER_BYTES)
+    path.write_bytes(data[:-len(EOF_MARKER_BYTES)])
+
+    def second():
+        writer = WalWriter(sched, str(tmp_path), UUID1, VClock({1: 5}), instance_id=1)
+        try:
+            for key in range(5, 8):
+                writer.write([insert(key)])
+            tail = WalTail(sched, writer)
+            cursor = WalCursor(writer, tail, VClock())
+            assert lsns(drain(cursor)) == own(1, 8)
+            assert cursor.files_read == 2
+        finally:
+            writer.stop()
+    run(second)
+
+
+def test_the_file_being_written_is_read_as_it_grows(run, sched, wal):
+    def main():
+        for key in range(3):
+            wal.write([insert(key)])
+        tail = WalTail(sched, wal, max_rows=1)   # drops nearly everything
+        cursor = WalCursor(wal, tail, VClock())
+        assert lsns(drain(cursor)) == own(1, 3)
+        for key in range(3, 9):
+            wal.write([insert(key)])            # tail drops them: from the file
+        assert lsns(drain(cursor)) == own(4, 9)
+    run(main)
+
+
+def test_reading_many_files_never_holds_the_loop(tmp_path):
+    """A far-behind replica: blocks are read and decoded in a helper thread (as the
+    relay's cursor does) and the reader yields between them, so no fiber keeps the
+    loop for 50 ms (the watchdog's threshold), even with blocks of 3500 rows."""
+    sched = Scheduler()
+    rows_per_tx, txs_total = 3500, 24         # ~128 KiB blocks, the largest there are
+
+    def main():
+        wal = WalWriter(sched, str(tmp_path), UUID1, VClock(), instance_id=1)
+        try:
+            for n in range(txs_total):
+                wal.write([insert(n * rows_per_tx + i) for i in range(rows_per_tx)])
+                if n % 8 == 7:
+                    wal.rotate()
+            tail = WalTail(sched, wal)
+            sched.stalls.clear()
+            cursor = WalCursor(wal, tail, VClock(),
+                               offload=lambda fn, *args: run_in_thread(sched, fn, *args))
+            got = 0
+            slice_start = time.monotonic()
+            while True:
+                txs = cursor.read()
+                if txs is None:
+                    break
+                got += sum(len(tx) for tx in txs)
+                if time.monotonic() - slice_start > 0.01:
+                    sched.yield_()
+                    slice_start = time.monotonic()
+            assert got == rows_per_tx * txs_total
+            assert cursor.files_read == 3
+            assert sched.stalls == []
+        finally:
+            wal.stop()
+    try:
+        sched.run(main)
+    finally:
+        sched.shutdown(timeout=1.0)
+        sched.close()
