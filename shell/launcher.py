@@ -7,6 +7,7 @@ lives while fibers, listeners or timers do; leaving the console (Ctrl-D, \\quit)
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 
@@ -32,6 +33,7 @@ class Launcher:
 
     def run(self) -> int:
         status = 0
+        previous = signal.signal(signal.SIGTERM, self._on_sigterm)
         try:
             self.sched.run(self._main, name="main")
         except KeyboardInterrupt:
@@ -42,10 +44,27 @@ class Launcher:
                 status = 1
         finally:
             self.sched.shutdown(timeout=2.0)
+            self._stop_box()
+            signal.signal(signal.SIGTERM, previous)
         if self.instance.exit_code is not None:
             status = self.instance.exit_code
         sys.stdout.flush()
         return status
+
+    def _on_sigterm(self, signum, frame) -> None:
+        """SIGTERM ends the instance gracefully, as Tarantool's does: the loop stops,
+        fibers are cancelled and the WAL is closed with its EOF marker."""
+        if self.instance.exit_code is None:
+            self.instance.exit_code = 0
+        self.sched.call_soon_threadsafe(self.sched.stop)
+
+    def _stop_box(self) -> None:
+        """Close the WAL (EOF marker, the next xlog named by the final vclock) and
+        stop the checkpoint daemon once no fiber can write any more."""
+        try:
+            self.instance.storage.stop()
+        except Exception as exc:   # noqa: BLE001 - exiting anyway
+            print(f"error while stopping the box: {exc}", file=sys.stderr)
 
     def _main(self) -> None:
         for chunk in self.chunks:

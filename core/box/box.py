@@ -54,9 +54,11 @@ class Box:
         self.checkpointer: Checkpointer | None = None
         self.instance_uuid: str | None = None
         self.status = "unconfigured"     # box.info.status: loading, running, orphan
-        self.read_only_reasons: set[str] = {"orphan"}
-        # 2.6.0 starts orphan and leaves it when the replica set is synced
-        self.orphan = True
+        self.read_only_reasons: set[str] = set()
+        # orphan from a normal start's replicaset_connect until the replica set is
+        # synced; a bootstrapping instance is not orphan (its first SUBSCRIBE after
+        # JOIN carries ID_FILTER, as 2.6.0's does)
+        self.orphan = False
         self.is_bootstrap_leader = False
         self.ro_cond = Cond(sched)       # box.ctl.wait_ro / wait_rw
         self.started_at = time.monotonic()
@@ -273,6 +275,33 @@ class Box:
             self.checkpointer.stop_daemon()
         if self.wal is not None:
             self.wal.stop()
+
+    # ---- replica side: applying replicated rows
+    # The engine's side of core/replication/apply.py (the applier's transactions).
+
+    def submit_replicated(self, rows: list[XRow],
+                          done: Callable[[BaseException | None], None]) -> None:
+        """The journal of replicated transactions (TxnManager.commit_async calls it):
+        rows keep their master's REPLICA_ID/LSN. A read-only replica (config, orphan)
+        still applies what its masters send, so this path has no read-only check;
+        only the applier uses it, local writes keep going through `_journal`.
+        Without a WAL (JOIN and REGISTER before the WAL starts) nothing is logged:
+        as 2.6.0's recovery journal, the rows only move replicaset.vclock, and the
+        checkpoint written after the join makes them durable."""
+        if self.wal is None:
+            vclock = self.replicaset.vclock
+            for row in rows:
+                if row.lsn and row.lsn > vclock.get(row.replica_id):
+                    vclock.reset(row.replica_id, row.lsn)
+            done(None)
+            return
+        self.wal.submit(rows, lambda entry: done(entry.error))
+
+    def apply_synchro_row(self, row: XRow) -> None:
+        """A CONFIRM/ROLLBACK row from a master, before it goes to the WAL as it came.
+        The limbo (qsync issue) takes it from here; until then it only advances
+        the vclock. Runs inside the applier's transaction: it must not yield (and
+        may raise, e.g. ER_SYNC_MASTER_MISMATCH, to refuse the row)."""
 
 
 def _view_rows(captured):

@@ -39,6 +39,9 @@ from spindle.core.iproto.xrow import DmlRequest, MsgpackRaw, XRow, encode_dml_bo
 
 
 Journal = Callable[[list[XRow]], None]
+# submit(rows, done): queue a journal write and return at once; done(error or None)
+# runs later, in tx, when the write is over (txn_commit_async's journal)
+AsyncJournal = Callable[[list[XRow], Callable[[BaseException | None], None]], None]
 
 OP_NAMES = {IprotoType.INSERT: "INSERT", IprotoType.REPLACE: "REPLACE",
             IprotoType.UPDATE: "UPDATE", IprotoType.DELETE: "DELETE",
@@ -100,6 +103,10 @@ class Txn:
         self.depth = 0                  # statements being executed (nested via triggers)
         self.aborted_by_yield = False
         self.status = "active"          # active, committing, committed, rolled back
+        self.journal_error: BaseException | None = None   # why an async commit failed
+        # The applier's transactions log the rows their master sent, not rebuilt ones:
+        # no redo row is made for their own statements (those of triggers still are).
+        self.replicated = False
 
     def __repr__(self) -> str:
         return f"<Txn {self.id} {self.status} {len(self.statements)} stmts>"
@@ -236,7 +243,7 @@ class TxnManager:
         txn.depth += 1
         try:
             result = space.execute_stmt(stmt)
-            self._commit_stmt(stmt)
+            self._commit_stmt(stmt, redo=not (txn.replicated and txn.depth == 1))
         except BaseException:
             txn.depth -= 1
             txn.rollback_to(position)
@@ -248,9 +255,9 @@ class TxnManager:
             self._commit(txn)
         return result
 
-    def _commit_stmt(self, stmt: Statement) -> None:
+    def _commit_stmt(self, stmt: Statement, redo: bool = True) -> None:
         space = stmt.space
-        if not space.is_temporary:
+        if redo and not space.is_temporary:
             stmt.row = request_row(stmt.request, space.group_id)
         if (stmt.old_tuple is not None or stmt.new_tuple is not None) and len(space.on_replace):
             op = OP_NAMES.get(stmt.request.type, str(stmt.request.type))
@@ -278,6 +285,43 @@ class TxnManager:
                 raise
         txn.status = "committed"
         self._run_triggers(txn.on_commit, txn, "on_commit")
+
+    def commit_async(self, submit: AsyncJournal, rows: list[XRow] | None = None) -> Txn:
+        """txn_commit_async(): hand the current transaction's rows (or `rows`, e.g. the
+        replicated rows it applies, with their original LSNs) to `submit` and return
+        without waiting. Its changes stay visible meanwhile (memtx has no isolation);
+        when the write completes the transaction runs its on_commit triggers, or is
+        undone and runs on_rollback. If `submit` refuses at once, the rollback happens
+        before the error propagates."""
+        txn = self._require()
+        if txn.depth:
+            raise ClientError(ErrorCode.ER_COMMIT_IN_SUB_STMT)
+        if txn.aborted_by_yield:
+            self._rollback(txn)
+            raise ClientError(ErrorCode.ER_TRANSACTION_YIELD)
+        self._detach(txn)
+        txn.status = "committing"
+        rows = txn.rows() if rows is None else rows
+
+        def done(error: BaseException | None) -> None:
+            if txn.status != "committing":
+                return                  # completed already (a late duplicate callback)
+            if error is None:
+                txn.status = "committed"
+                self._run_triggers(txn.on_commit, txn, "on_commit")
+            else:
+                txn.journal_error = error
+                self._finish_rollback(txn)
+
+        if not rows:
+            done(None)
+            return txn
+        try:
+            submit(rows, done)
+        except BaseException as exc:
+            done(exc)
+            raise
+        return txn
 
     def _rollback(self, txn: Txn) -> None:
         self._detach(txn)

@@ -8,6 +8,8 @@ server-startup-with-replication.txt, named as the seeds name them.
                    bootstrap-leader choice, replicaset_follow/sync, orphan
     applier.py     the replica side of one upstream: connect, JOIN, FETCH_SNAPSHOT,
                    REGISTER, SUBSCRIBE, applying transactions, ACKs
+    streams.py     the applier's connection: rows off the wire, transactions out of rows
+    apply.py       what the applier applies: snapshot rows, replicated transactions
     relay.py       the master side of one downstream: initial/final join, subscribe
                    stream, heartbeats, ACK reader, WAL GC consumer
     master.py      box_process_join/subscribe/fetch_snapshot/register: the checks a

@@ -31,6 +31,9 @@ class ApplierCounters:
     on_commit: TriggerList = field(default_factory=TriggerList)
     on_rollback: TriggerList = field(default_factory=TriggerList)
     diag: BaseException | None = None        # the shared diag of a failed apply
+    # replicaset.applier.vclock: what the appliers have handed to the WAL, written or
+    # not yet (rows at or below it are skipped); back to replicaset.vclock on rollback
+    vclock: VClock = field(default_factory=VClock)
 
 
 class ReplicaSet:
@@ -49,6 +52,8 @@ class ReplicaSet:
         # fn(replica, vclock) when a relay reports what its replica has acked
         # (the qsync limbo hooks in here)
         self.on_relay_ack: list[Callable[[Replica, VClock], None]] = []
+        # fn(replica, relay) after a relay's state changed (relay.relay_set_state)
+        self.on_relay_state: list[Callable[[Replica, Any], None]] = []
 
     @property
     def vclock(self) -> VClock:
@@ -103,6 +108,10 @@ class ReplicaSet:
                 replica.id = REPLICA_ID_NIL
                 if new_uuid is None:
                     log.info("removed replica %s", replica.uuid)
+                    if replica.gc is not None and self.box.gc is not None:
+                        # replica_clear_id(): the xlogs it kept may go now
+                        self.box.gc.unregister_consumer(replica.gc)
+                        replica.gc = None
                     if replica.uuid == self.box.instance_uuid:
                         self.box.on_own_id_changed()
                     self.forget_if_unused(replica)
@@ -166,10 +175,12 @@ def replicaset_connect(replicaset: ReplicaSet, appliers: list, connect_quorum: b
     replica set's (replicaset_update). On bootstrap (`connect_quorum`) everyone is
     tried for replication_connect_timeout and fewer than the quorum is an error;
     on a normal start reaching the quorum is enough."""
+    box = replicaset.box
+    if not connect_quorum:
+        box.set_orphan(True, quiet=True)    # box_do_set_orphan: until replicaset_sync
     if not appliers:
         replicaset_update(replicaset, [])
         return
-    box = replicaset.box
     count = len(appliers)
     cfg_quorum = box.cfg.get("replication_connect_quorum")
     quorum = count if cfg_quorum is None else min(count, int(cfg_quorum))

@@ -1,0 +1,604 @@
+"""The replica side of one upstream: applier.cc of 2.6.0 as seeds/replication.rst tells it.
+
+A reader fiber `applier/<peer>` runs applier_f: applier_connect (greeting, VOTE,
+AUTH), then applier_join (or applier_fetch_snapshot) for a new instance,
+applier_register for an anonymous one turning normal, then applier_subscribe and the
+row stream, forever. Once subscribed, a writer fiber `applierw/<peer>` sends ACKs
+(after each batch is written to the WAL, and in answer to every heartbeat) and
+moves `sync` to `follow` (applier_check_sync).
+
+Every state change goes through `set_state` (applier_set_state), which runs the
+`on_state` triggers with the applier. A trigger may `pause()` the applier: it then
+parks at that state until `resume()`. That is how replicaset_connect holds the
+appliers at `connected` and bootstrap_from_master steps the leader's one through
+JOIN with `resume_to_state`.
+
+Errors follow iproto.md §9 (`off` on connection to self; `loading` and reconnect on
+the retryable codes; `disconnected` and reconnect on socket errors and timeouts;
+`stopped` otherwise) with one deliberate difference: a stream that cannot be read
+(garbage, a truncated frame, a row that cannot be decoded, broken transaction
+boundaries — StreamError) disconnects and subscribes again, where 2.6.0 stops for
+good (tarantool#4040). A failed WAL write reconnects too. `restart()` starts a
+stopped applier again without touching box.cfg.replication.
+
+Around it: streams.py reads the wire (Connection, TxAssembler), apply.py applies
+what arrives to the engine (snapshot rows, replicated transactions).
+"""
+from __future__ import annotations
+
+import time
+import traceback
+
+from spindle.core import log
+from spindle.core.fiber import Cond, TriggerList
+from spindle.core.fiber.coio import SocketError
+from spindle.core.iproto.auth import encode_auth_request
+from spindle.core.iproto.constants import (
+    IprotoType, is_dml, is_error_type, is_synchro, version_id,
+)
+from spindle.core.iproto.errors import (
+    BoxError, ClientError, ErrorCode, FiberIsCancelled, TimedOut,
+)
+from spindle.core.iproto.greeting import GREETING_SIZE, PROTOCOL_BINARY, decode_greeting
+from spindle.core.iproto.replication import (
+    Ballot, decode_ballot, decode_error, decode_subscribe_response, decode_vclock_row,
+    encode_ack, encode_fetch_snapshot, encode_join, encode_register, encode_subscribe,
+    encode_vote,
+)
+from spindle.core.iproto.xrow import XRow
+from spindle.core.vclock import VClock
+from spindle.core.version import TARANTOOL_VERSION
+
+from .apply import SnapshotRows, StreamError, applier_apply_tx
+from .replica import ApplierState
+from .streams import (
+    BusyYield, Connection, TxAssembler, connect_uri, decoded, describe_error, reply_error,
+)
+from .uri import parse_uri
+
+S = ApplierState
+TIMEOUT_INFINITY = 100 * 365 * 86400.0          # Tarantool's TIMEOUT_INFINITY
+OWN_VERSION_ID = version_id(*map(int, TARANTOOL_VERSION.split(".")))
+# Error codes a 2.6.0 applier retries after replication_timeout in state `loading`.
+LOADING_CODES = frozenset((
+    ErrorCode.ER_LOADING, ErrorCode.ER_SYNC_QUORUM_TIMEOUT, ErrorCode.ER_SYNC_ROLLBACK,
+    ErrorCode.ER_CFG, ErrorCode.ER_ACCESS_DENIED, ErrorCode.ER_NO_SUCH_USER,
+    ErrorCode.ER_PASSWORD_MISMATCH,
+))
+# What applier_log_error says first, by the state the error happened in.
+_FAILED_WHILE = {
+    S.CONNECT: "can't connect to master",
+    S.CONNECTED: "can't join/subscribe", S.READY: "can't join/subscribe",
+    S.AUTH: "failed to authenticate",
+    S.SYNC: "can't read row", S.FOLLOW: "can't read row",
+    S.INITIAL_JOIN: "can't read row", S.FINAL_JOIN: "can't read row",
+    S.FETCH_SNAPSHOT: "can't read row", S.REGISTER: "can't read row",
+}
+_ROWS_LOGGED_EVERY = 100000
+_SNAPSHOT_ROW_TYPES = (bytes((IprotoType.INSERT,)), bytes((IprotoType.REPLACE,)))
+
+
+class Applier:
+    def __init__(self, sched, box, uri: str):
+        self.sched = sched
+        self.box = box
+        self.uri = parse_uri(uri)
+        self.uri_text = self.uri.text          # as configured (box.ctl matches it)
+        self.peer = self.uri.display()         # without the password (box.info)
+        self.peer_address = (f"unix/:{self.uri.port}" if self.uri.is_unix
+                             else f"{self.uri.host}:{self.uri.port}")
+        self.state = S.OFF
+        self.on_state = TriggerList()
+        self.uuid: str | None = None           # the remote instance, from its greeting
+        self.version_id = 0
+        self.ballot: Ballot | None = None
+        self.remote_vclock_at_subscribe = VClock()
+        self.master_id = 0                     # REPLICA_ID of the SUBSCRIBE response
+        self.last_row_time = sched.clock()
+        self.lag = TIMEOUT_INFINITY
+        self.diag: BaseException | None = None
+        self.reader = None
+        self.writer = None
+        self._conn: Connection | None = None
+        self._paused = False
+        self._resume_cond = Cond(sched)
+        self._writer_cond = Cond(sched)
+        self._ack_wanted = False
+        self._in_triggers = 0
+        self._last_logged_errcode = 0
+        self._interrupt_error: BaseException | None = None
+        self._restarting = False
+
+    def __repr__(self) -> str:
+        return f"<Applier {self.peer} {self.state.value}>"
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """applier_start: the reader fiber, run at the caller's next yield."""
+        if self.reader is not None and self.reader.status != "dead":
+            return
+        self._paused = False
+        self.reader = self.sched.spawn(self._applier_f, name=f"applier/{self.peer}",
+                                       start=False)
+        self.reader.set_joinable(True)
+
+    def stop(self) -> None:
+        """applier_stop: cancel the fibers, wait for them, state `off`."""
+        fiber, self.reader = self.reader, None
+        current = self.sched.current
+        if fiber is not None and fiber.status != "dead":
+            fiber.cancel()
+            # Not from the reader itself, nor from the writer the reader joins.
+            if current is not None and current is not fiber and current is not self.writer:
+                fiber.join()
+        if current is not fiber:
+            self._stop_writer()
+            self._close_connection()
+        if self.state != S.OFF:
+            self.set_state(S.OFF)
+
+    def restart(self) -> None:
+        """Start a stopped applier again (box.cfg.replication untouched). A running
+        one drops its connection, or its wait between attempts, and reconnects now."""
+        if self.reader is None or self.reader.status == "dead":
+            self.diag = None
+            self.start()
+            return
+        self._restarting = True
+        if self._conn is not None:
+            self._conn.shutdown()
+        elif self.state in (S.DISCONNECTED, S.LOADING):
+            self.sched.wakeup(self.reader)
+
+    def pause(self) -> None:
+        """applier_pause: park the applier at its current state until resume().
+        Called by an on_state trigger, it parks once all triggers have run."""
+        self._paused = True
+        if self.sched.current is self.reader and not self._in_triggers:
+            self._park()
+
+    def resume(self) -> None:
+        self._paused = False
+        self._resume_cond.broadcast()
+
+    def resume_to_state(self, state: ApplierState, timeout: float | None = None) -> None:
+        """applier_resume_to_state: resume, wait until the applier reaches `state`
+        and leave it paused there. Raises the applier's error if it ends in `off`
+        or `stopped` instead, TimedOut after `timeout` seconds."""
+        wakeup = Cond(self.sched)
+        reached: list[ApplierState] = []
+
+        def applier_on_state_f(applier: Applier) -> None:
+            if applier.state not in (S.OFF, S.STOPPED, state):
+                return
+            reached.append(applier.state)
+            wakeup.signal()
+            applier.pause()
+
+        self.on_state.add(applier_on_state_f)
+        try:
+            self.resume()
+            deadline = None if timeout is None else self.sched.clock() + timeout
+            while not reached and self.reader is not None and self.reader.status != "dead":
+                remaining = None if deadline is None else deadline - self.sched.clock()
+                if remaining is not None and remaining <= 0:
+                    raise TimedOut()
+                wakeup.wait(remaining)
+        finally:
+            self.on_state.remove(applier_on_state_f)
+        if not reached or reached[-1] != state:
+            raise self.diag or ClientError(ErrorCode.ER_NO_CONNECTION)
+
+    def set_state(self, state: ApplierState) -> None:
+        """applier_set_state: the one place a state changes."""
+        self.state = state
+        log.verbose("=> %s", state.name)
+        self._in_triggers += 1
+        try:
+            for trigger in self.on_state:
+                try:
+                    trigger(self)
+                except Exception as exc:   # noqa: BLE001 - the others still run
+                    log.error("applier on_state trigger failed: %s", exc)
+        finally:
+            self._in_triggers -= 1
+        if self._paused and self.sched.current is self.reader:
+            self._park()
+
+    def idle(self) -> float:
+        """Seconds since the last row or heartbeat came in (box.info upstream.idle)."""
+        return self.sched.clock() - self.last_row_time
+
+    def _park(self) -> None:
+        me = self.sched.current
+        while self._paused and not me.cancelled:
+            self._resume_cond.wait()
+
+    # ------------------------------------------------------------ settings
+
+    def _cfg(self, name: str, default):
+        value = self.box.cfg.get(name)
+        return default if value is None else value
+
+    def _timeout(self) -> float:
+        return float(self._cfg("replication_timeout", 1.0))
+
+    def _disconnect_timeout(self) -> float:
+        """replication_disconnect_timeout(): silence after which the master is dead."""
+        return 4 * self._timeout()
+
+    def _join_timeout(self) -> float:
+        # A master may be quiet for a while before JOIN data flows (it waits for
+        # pending synchronous transactions first): be as patient as on connect.
+        return max(self._disconnect_timeout(),
+                   float(self._cfg("replication_connect_timeout", 30.0)))
+
+    def _anon(self) -> bool:
+        return bool(self._cfg("replication_anon", False))
+
+    def is_orphan(self) -> bool:
+        """Whether SUBSCRIBE goes without ID_FILTER (an orphan wants its own rows
+        back, e.g. after its xlogs were lost). Overridable."""
+        return getattr(self.box, "status", None) == "orphan"
+
+    # ------------------------------------------------------------ applier_f
+
+    def _applier_f(self) -> None:
+        while True:
+            try:
+                self._connect()
+                if self.box.schema.replicaset_uuid is None:
+                    if self._anon():
+                        self._fetch_snapshot()
+                    else:
+                        self._join()
+                if self.box.instance_id == 0 and not self._anon():
+                    self._register()
+                self._subscribe()
+            except FiberIsCancelled:
+                self._disconnect(S.OFF)
+                return
+            except Exception as exc:   # noqa: BLE001 - every error has a reaction
+                if self._restarting:
+                    self._restarting = False
+                    self._disconnect(S.DISCONNECTED)
+                    continue
+                failed_write, self._interrupt_error = self._interrupt_error, None
+                if failed_write is not None:
+                    # Whatever the WAL said, what is written is consistent: start
+                    # again from there.
+                    exc, reaction = failed_write, S.DISCONNECTED
+                else:
+                    reaction = self._reaction(exc)
+                self.diag = exc
+                if reaction != S.OFF:
+                    self._log_error(exc, reaction)
+                self._disconnect(reaction)
+                if reaction in (S.OFF, S.STOPPED):
+                    return
+            try:
+                self.sched.sleep(self._timeout())
+            except FiberIsCancelled:
+                self._disconnect(S.OFF)
+                return
+            self._restarting = False
+
+    def _reaction(self, exc: BaseException) -> ApplierState:
+        """The state an error leaves the applier in (iproto.md §9, and better)."""
+        code = getattr(exc, "code", None)
+        if code == ErrorCode.ER_CONNECTION_TO_SELF and self.uuid == self.box.instance_uuid:
+            return S.OFF
+        if isinstance(exc, (StreamError, SocketError, TimedOut, OSError)):
+            return S.DISCONNECTED
+        if isinstance(exc, BoxError):
+            if code in LOADING_CODES:
+                return S.LOADING
+            if code in (ErrorCode.ER_SYSTEM, ErrorCode.ER_WAL_IO):
+                return S.DISCONNECTED
+        return S.STOPPED
+
+    def _log_error(self, exc: BaseException, reaction: ApplierState) -> None:
+        """applier_log_error: once per error code in a row."""
+        code = getattr(exc, "code", None) or ErrorCode.ER_SYSTEM
+        if code == self._last_logged_errcode:
+            return
+        self._last_logged_errcode = code
+        failed = _FAILED_WHILE.get(self.state)
+        if failed:
+            log.info(failed)
+        if isinstance(exc, BoxError):
+            log.error("%s", describe_error(exc))
+        else:                           # a bug, not a peer's doing: keep the traceback
+            log.error("%s", "".join(traceback.format_exception(exc)).rstrip())
+        if reaction in (S.LOADING, S.DISCONNECTED):
+            log.info("will retry every %.2f second", self._timeout())
+
+    def _disconnect(self, state: ApplierState) -> None:
+        """applier_disconnect: the writer and the socket go before the state changes,
+        so an applier paused in `state` holds no connection."""
+        self._stop_writer()
+        self._close_connection()
+        self.set_state(state)
+
+    def _close_connection(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    # ------------------------------------------------------------ connect
+
+    def _connect(self) -> None:
+        """applier_connect: TCP, greeting, VOTE, connection-to-self check, AUTH."""
+        if self._conn is not None:
+            return
+        self.set_state(S.CONNECT)
+        timeout = self._disconnect_timeout()
+        self._conn = conn = Connection(connect_uri(self.sched, self.uri, timeout))
+        try:
+            greeting = decode_greeting(conn.readn(GREETING_SIZE, timeout))
+        except ClientError as exc:
+            raise StreamError(exc) from exc
+        self.last_row_time = self.sched.clock()
+        if greeting.protocol != PROTOCOL_BINARY:
+            raise ClientError(ErrorCode.ER_PROTOCOL, "Unsupported protocol for replication")
+        if self.version_id != greeting.version_id:
+            log.info("remote master %s at %s running Tarantool %d.%d.%d", greeting.uuid,
+                     self.peer_address, *greeting.version)
+        self.uuid = greeting.uuid
+        self.version_id = greeting.version_id
+        self.diag = None      # a new connection: box.info stops showing the old error
+        if self.version_id >= version_id(1, 9, 0):
+            conn.write_row(encode_vote(), timeout)
+            reply = conn.read_row(timeout)
+            if reply.type == IprotoType.OK:
+                self.ballot = decoded(decode_ballot, reply)
+            else:
+                error = reply_error(reply, "VOTE")
+                if error.code != ErrorCode.ER_UNKNOWN_REQUEST_TYPE:
+                    raise error
+        self.set_state(S.CONNECTED)
+        if self.uuid == self.box.instance_uuid:
+            raise ClientError(ErrorCode.ER_CONNECTION_TO_SELF)
+        if self.uri.user:
+            self.set_state(S.AUTH)
+            conn.write(encode_auth_request(self.uri.user, self.uri.password or "",
+                                           greeting.salt), timeout)
+            reply = conn.read_row(timeout)
+            self.last_row_time = self.sched.clock()
+            if reply.type != IprotoType.OK:
+                raise reply_error(reply, "AUTH")
+            log.info("authenticated")
+        self.set_state(S.READY)
+
+    # ------------------------------------------------------------ JOIN and friends
+
+    def _join(self) -> None:
+        """applier_join: the master's snapshot (initial rows, no LSN), then its WAL
+        rows up to our registration in `_cluster` (final rows). Nothing is applied
+        before the whole JOIN arrived, so a JOIN broken half way leaves no trace and
+        the next attempt starts clean."""
+        box, conn = self.box, self._conn
+        conn.write_row(encode_join(box.instance_uuid), self._timeout())
+        box.replicaset.vclock = self._read_vclock_reply("JOIN")
+        self.set_state(S.INITIAL_JOIN)
+        snapshot = self._read_snapshot_rows()
+        log.info("initial data received")
+        self.set_state(S.FINAL_JOIN)
+        final = self._read_wal_rows(len(snapshot))
+        snapshot.apply(box)
+        for tx in final:
+            applier_apply_tx(box, tx)
+        log.info("final data received")
+        self.set_state(S.JOINED)
+        self.set_state(S.READY)
+
+    def _fetch_snapshot(self) -> None:
+        """applier_fetch_snapshot: JOIN for an anonymous replica (no final stage,
+        no id)."""
+        self._conn.write_row(encode_fetch_snapshot(), self._timeout())
+        self.box.replicaset.vclock = self._read_vclock_reply("FETCH_SNAPSHOT")
+        self.set_state(S.FETCH_SNAPSHOT)
+        snapshot = self._read_snapshot_rows()
+        snapshot.apply(self.box)
+        self.set_state(S.FETCHED_SNAPSHOT)
+        self.set_state(S.READY)
+
+    def _register(self) -> None:
+        """applier_register: an anonymous replica asks for an id; the master's WAL
+        rows up to the `_cluster` insert come back and are applied (and logged)."""
+        box = self.box
+        self._conn.write_row(encode_register(box.instance_uuid, box.replicaset.vclock.copy()),
+                             self._timeout())
+        self.set_state(S.REGISTER)
+        for tx in self._read_wal_rows(0):
+            applier_apply_tx(box, tx)
+        if box.wal is not None:
+            box.wal.sync()      # SUBSCRIBE then asks for what follows the registration
+        self.set_state(S.REGISTERED)
+        self.set_state(S.READY)
+
+    def _read_vclock_reply(self, what: str) -> VClock:
+        reply = self._conn.read_row(self._join_timeout())
+        if reply.type != IprotoType.OK:
+            raise reply_error(reply, what)
+        return decoded(decode_vclock_row, reply)
+
+    def _read_snapshot_rows(self) -> SnapshotRows:
+        """Rows until the OK that ends the stage."""
+        snapshot = SnapshotRows()
+        yield_if_busy = BusyYield(self.sched)
+        conn, timeout = self._conn, self._join_timeout()
+        while True:
+            yield_if_busy()
+            packet = conn.read_packet(timeout)
+            self.last_row_time = self.sched.clock()
+            if packet[:2] == b"\x81\x00" and packet[2:3] in _SNAPSHOT_ROW_TYPES:
+                # A snapshot row's header is its REQUEST_TYPE alone: skip decoding it
+                snapshot.add_body(packet[2], packet[3:] or None)
+            else:
+                row = self._stage_row(conn.decode(packet))
+                if row is None:
+                    return snapshot
+                snapshot.add(row)
+            if len(snapshot) % _ROWS_LOGGED_EVERY == 0:
+                log.info("%.1fM rows received", len(snapshot) / 1e6)
+
+    def _read_wal_rows(self, counted: int) -> list[list[XRow]]:
+        """WAL rows (with LSNs) until the OK that ends the stage, as transactions."""
+        assembler = TxAssembler(self.box)
+        transactions = []
+        yield_if_busy = BusyYield(self.sched)
+        while True:
+            yield_if_busy()
+            row = self._read_stage_row()
+            if row is None:
+                if assembler.rows:
+                    raise StreamError(ClientError(ErrorCode.ER_PROTOCOL,
+                                                  "transaction is not finished"))
+                return transactions
+            tx = assembler.push(row)
+            if tx is not None:
+                transactions.append(tx)
+            counted += 1
+            if counted % _ROWS_LOGGED_EVERY == 0:
+                log.info("%.1fM rows received", counted / 1e6)
+
+    def _read_stage_row(self) -> XRow | None:
+        """The next data row of a JOIN/FETCH_SNAPSHOT/REGISTER stage, None at its end."""
+        row = self._conn.read_row(self._join_timeout())
+        self.last_row_time = self.sched.clock()
+        return self._stage_row(row)
+
+    @staticmethod
+    def _stage_row(row: XRow) -> XRow | None:
+        if row.type == IprotoType.OK:
+            return None
+        if is_dml(row.type) or is_synchro(row.type):
+            return row
+        raise reply_error(row, "JOIN")
+
+    # ------------------------------------------------------------ SUBSCRIBE
+
+    def _subscribe(self) -> None:
+        """applier_subscribe: ask for every row after our vclock, then apply the
+        stream transaction by transaction, forever."""
+        box, conn = self.box, self._conn
+        replicaset = box.replicaset
+        vclock = replicaset.vclock.copy()
+        id_filter = None if self.is_orphan() else [box.instance_id]
+        conn.write_row(encode_subscribe(box.schema.replicaset_uuid, box.instance_uuid, vclock,
+                                        OWN_VERSION_ID, self._anon(), id_filter),
+                       self._timeout())
+        reply = conn.read_row(self._disconnect_timeout())
+        if reply.type != IprotoType.OK:
+            raise reply_error(reply, "SUBSCRIBE")
+        response = decoded(decode_subscribe_response, reply)
+        self.remote_vclock_at_subscribe = response.vclock
+        self.master_id = response.master_id
+        own = box.schema.replicaset_uuid
+        if response.replicaset_uuid and own and response.replicaset_uuid != own:
+            raise ClientError(ErrorCode.ER_REPLICASET_UUID_MISMATCH,
+                              response.replicaset_uuid, own)
+        log.info("subscribed")
+        log.info("remote vclock %s local vclock %s", response.vclock, vclock)
+        if self.state == S.READY:
+            self.set_state(S.SYNC if self.version_id >= version_id(1, 7, 7) else S.FOLLOW)
+        self._last_logged_errcode = 0
+        self.lag = TIMEOUT_INFINITY
+        self._start_writer()
+        counters = replicaset.applier
+        on_commit = counters.on_commit.add(self._on_commit)
+        on_rollback = counters.on_rollback.add(self._on_rollback)
+        skip_conflict = bool(self._cfg("replication_skip_conflict", False))
+        assembler = TxAssembler(box)
+        yield_if_busy = BusyYield(self.sched)
+        try:
+            while True:
+                if self._paused:
+                    self._park()
+                yield_if_busy()
+                rows = self._read_tx(assembler)
+                if rows[0].lsn == 0:
+                    self._signal_ack()       # a heartbeat: answer it
+                elif not applier_apply_tx(box, rows, skip_conflict):
+                    self._signal_ack()       # applied already (another upstream)
+        finally:
+            counters.on_commit.remove(on_commit)
+            counters.on_rollback.remove(on_rollback)
+
+    def _read_tx(self, assembler: TxAssembler) -> list[XRow]:
+        """applier_read_tx: rows until the one that commits their transaction."""
+        timeout = self._disconnect_timeout()
+        while True:
+            row = self._conn.read_row(timeout)
+            if is_error_type(row.type):
+                raise decode_error(row)
+            if row.timestamp > 0:
+                self.lag = time.time() - row.timestamp
+            self.last_row_time = self.sched.clock()
+            tx = assembler.push(row)
+            if tx is not None:
+                return tx
+
+    def _on_commit(self, txn) -> None:
+        """applier_on_commit: something was written, tell the master."""
+        self._signal_ack()
+
+    def _on_rollback(self, txn) -> None:
+        """applier_on_rollback: a replicated write failed. 2.6.0 cancels the reader
+        and stops; here the reader drops the connection (the rows after the failed
+        one are lost) and subscribes again from what is written."""
+        self._interrupt_error = self.box.replicaset.applier.diag
+        if self._conn is not None:
+            self._conn.shutdown()
+
+    # ------------------------------------------------------------ writer
+
+    def _start_writer(self) -> None:
+        self._ack_wanted = False
+        self.writer = self.sched.spawn(self._writer_f, self._conn,
+                                       name=f"applierw/{self.peer}", start=False)
+        self.writer.set_joinable(True)
+
+    def _stop_writer(self) -> None:
+        writer, self.writer = self.writer, None
+        if writer is None or writer.status == "dead":
+            return
+        writer.cancel()
+        if self.sched.current is not writer and self.sched.current is not None:
+            writer.join()
+
+    def _signal_ack(self) -> None:
+        self._ack_wanted = True
+        self._writer_cond.signal()
+
+    def _writer_f(self, conn: Connection) -> None:
+        """applier_writer_f: wakes up on commits and heartbeats, checks sync, and
+        ACKs the written vclock while in sync/follow."""
+        while True:
+            while not self._ack_wanted:
+                self._writer_cond.wait()
+            self._ack_wanted = False
+            self._check_sync()
+            if self.state not in (S.SYNC, S.FOLLOW):
+                continue
+            try:
+                conn.write_row(encode_ack(self.box.replicaset.vclock), self._disconnect_timeout())
+            except FiberIsCancelled:
+                raise
+            except Exception as exc:   # noqa: BLE001 - the reader finds out and reconnects
+                log.error("can't send ACK: %s", describe_error(exc))
+                conn.shutdown()
+                return
+
+    def _check_sync(self) -> None:
+        """applier_check_sync: `sync` becomes `follow` once everything the master had
+        at SUBSCRIBE is written here and the lag is small."""
+        if self.state != S.SYNC:
+            return
+        if self.lag > float(self._cfg("replication_sync_lag", 10.0)):
+            return
+        if self.remote_vclock_at_subscribe.compare(self.box.replicaset.vclock,
+                                                   ignore0=True) in (-1, 0):
+            self.set_state(S.FOLLOW)

@@ -1,0 +1,229 @@
+"""Applying what an upstream sends: the engine side of the applier (applier_apply_tx,
+apply_row and the join streams of replication.rst).
+
+* Snapshot rows (initial JOIN, FETCH_SNAPSHOT) carry no LSN: they go straight into the
+  spaces, unlogged (the checkpoint written after the join makes them durable), the
+  system spaces' triggers building the catalogue as they arrive.
+* Every other row carries its master's REPLICA_ID/LSN. The rows of one transaction are
+  applied as one local transaction and committed asynchronously (TxnManager.commit_async
+  through Box.submit_replicated): the reader goes on reading while the WAL writes, and
+  the original rows, not rebuilt ones, reach the local WAL. `replicaset.applier.vclock`
+  runs ahead of the written vclock by what is in flight, so nothing is applied twice,
+  even when two appliers bring the same rows (full mesh).
+* Completion follows the seed: a commit runs `replicaset.applier.on_commit` (the
+  writers send ACKs); a failed write sets the shared diag, runs
+  `replicaset.applier.on_rollback` (the appliers reconnect) and puts the applier vclock
+  back to what is written.
+
+A row that cannot be decoded raises StreamError: the stream, not the data, is broken,
+and the applier reconnects instead of stopping for good.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Iterable
+
+from spindle.core import log
+from spindle.core.iproto.constants import GroupId, IprotoKey, IprotoType, is_synchro
+from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
+from spindle.core.iproto.xrow import (
+    DmlRequest, XRow, decode_dml_body, decode_synchro_body, unpack,
+)
+
+DML_TYPES = frozenset((IprotoType.INSERT, IprotoType.REPLACE, IprotoType.UPDATE,
+                       IprotoType.DELETE, IprotoType.UPSERT))
+SNAPSHOT_BATCH = 1000      # snapshot rows per transaction (and per yield)
+
+
+class StreamError(BoxError):
+    """The replication stream is unreadable or makes no sense: garbage, a truncated
+    frame, broken transaction boundaries, a row that cannot be decoded. 2.6.0 stops
+    the applier for good on some of these (tarantool#4040); Spindle disconnects and
+    subscribes again. Carries the error that showed it, with its code and message."""
+
+    def __init__(self, cause: BaseException):
+        if isinstance(cause, BoxError):
+            super().__init__(cause.message, cause.code)
+            self.type = cause.type
+        else:
+            super().__init__(str(cause) or type(cause).__name__, ErrorCode.ER_PROTOCOL)
+        self.cause = cause
+
+
+def decode_request(row: XRow) -> DmlRequest:
+    """The DML request of a replicated row; StreamError if its body is bad."""
+    try:
+        return decode_dml_body(row.body, row.type)
+    except BoxError as exc:
+        raise StreamError(exc) from exc
+
+
+# ------------------------------------------------------------------ snapshot rows
+
+class SnapshotRows:
+    """Rows of an initial JOIN / FETCH_SNAPSHOT, decoded as they arrive and kept until
+    the stage is over: a connection lost half way through then leaves the engine
+    untouched and the retry starts clean (2.6.0 would keep half a snapshot)."""
+
+    def __init__(self):
+        self.items: list[tuple[int, Any]] = []
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def add(self, row: XRow) -> None:
+        if row.type == IprotoType.NOP:
+            return
+        if row.type not in (IprotoType.INSERT, IprotoType.REPLACE):
+            raise StreamError(ClientError(ErrorCode.ER_UNKNOWN_REQUEST_TYPE, row.type))
+        self.add_body(row.type, row.body)
+
+    def add_body(self, rtype: int, body: bytes | None) -> None:
+        """The body of an INSERT/REPLACE row. The usual {SPACE_ID: uint, TUPLE: array}
+        is taken the quick way (a million rows pass here); anything else gets
+        decode_dml_body's verdict."""
+        try:
+            decoded = unpack(body) if body is not None else None
+        except BoxError as exc:
+            raise StreamError(exc) from exc
+        if type(decoded) is dict and len(decoded) == 2:
+            space_id = decoded.get(IprotoKey.SPACE_ID)
+            tup = decoded.get(IprotoKey.TUPLE)
+            if type(space_id) is int and space_id >= 0 and type(tup) is list:
+                self.items.append((space_id, tup))
+                return
+        request = decode_request(XRow(type=rtype, body=body))
+        self.items.append((request.space_id, request.tuple))
+
+    def apply(self, box) -> None:
+        """Insert every row, unlogged, in batches with a yield between them (a
+        million rows must not freeze the loop)."""
+        txns = box.engine.txns
+        engine = box.engine
+        items, self.items = self.items, []
+        for start in range(0, len(items), SNAPSHOT_BATCH):
+            txn = txns.begin()
+            txn.replicated = True            # nothing is logged: no redo rows
+            try:
+                space = None
+                for space_id, tup in items[start:start + SNAPSHOT_BATCH]:
+                    if space is None or space.id != space_id:
+                        space = engine.space(space_id)
+                    space.insert(tup)
+            except BaseException:
+                txns.rollback()
+                raise
+            txns.commit_async(_unlogged, [])
+            if start + SNAPSHOT_BATCH < len(items):
+                box.sched.sleep(0)
+
+
+def _unlogged(rows: list[XRow], done) -> None:
+    done(None)
+
+
+# ------------------------------------------------------------ replicated rows
+
+def known_lsn(replicaset, replica_id: int) -> int:
+    """The newest LSN of `replica_id` already applied here, written or in flight."""
+    return max(replicaset.applier.vclock.get(replica_id),
+               replicaset.vclock.get(replica_id))
+
+
+def applier_apply_tx(box, rows: list[XRow], skip_conflict: bool = False) -> bool:
+    """Apply one transaction of replicated rows and hand it to the journal without
+    waiting for the write. Returns False when everything in it is applied already.
+    Raises what applying raised (the local transaction is rolled back: no part of a
+    transaction is ever left applied)."""
+    replicaset = box.replicaset
+    last = rows[-1]
+    applied = known_lsn(replicaset, last.replica_id)
+    if applied >= last.lsn:
+        return False
+    if applied >= rows[0].lsn or rows[0].replica_id != last.replica_id:
+        # Part of it came through another upstream already (a master switch in
+        # the middle of a transaction): keep only the rows not applied yet.
+        rows = [row for row in rows if row.lsn > known_lsn(replicaset, row.replica_id)]
+    txns = box.engine.txns
+    txn = txns.begin()
+    txn.replicated = True
+    try:
+        journal_rows = [_apply_row(box, row, skip_conflict) for row in rows]
+        journal_rows.extend(_local_trigger_rows(txn))
+    except BaseException:
+        txns.rollback()
+        raise
+    txn.on_rollback.add(lambda txn_: _on_txn_rollback(box, txn_))
+    txn.on_commit.add(lambda txn_: _run(replicaset.applier.on_commit, txn_, "on_commit"))
+    txns.commit_async(box.submit_replicated, journal_rows)
+    # In the journal now: later rows up to here are duplicates. (A failed write
+    # puts the vclock back, see _on_txn_rollback.)
+    vclock = replicaset.applier.vclock
+    for row in rows:
+        if row.lsn > vclock.get(row.replica_id):
+            vclock.reset(row.replica_id, row.lsn)
+    return True
+
+
+def _apply_row(box, row: XRow, skip_conflict: bool) -> XRow:
+    """Apply one row in the current transaction; the row to log for it."""
+    rtype = row.type
+    if rtype == IprotoType.NOP:
+        return row
+    if is_synchro(rtype):
+        try:
+            decode_synchro_body(row.body)
+        except BoxError as exc:
+            raise StreamError(exc) from exc
+        box.apply_synchro_row(row)
+        return row
+    if rtype not in DML_TYPES:
+        raise StreamError(ClientError(ErrorCode.ER_UNKNOWN_REQUEST_TYPE, rtype))
+    request = decode_request(row)
+    space = box.engine.space(request.space_id)
+    try:
+        space.execute_request(request)
+    except ClientError as exc:
+        # replication_skip_conflict: a duplicate is logged as a NOP with the
+        # row's own header, so the vclock still moves past it.
+        if exc.code != ErrorCode.ER_TUPLE_FOUND or not skip_conflict:
+            raise
+        log.info("skipping row {%d: %d}: %s", row.replica_id, row.lsn, exc)
+        return dataclasses.replace(row, type=IprotoType.NOP, body=None)
+    return row
+
+
+def _local_trigger_rows(txn) -> list[XRow]:
+    """Rows that local on_replace triggers added to the transaction (the replicated
+    statements themselves have no redo row: txn.replicated). Those of is_local
+    spaces are logged after the replicated rows (2.6.0 does the same); anything else
+    would have to be replicated back: refused."""
+    extra = []
+    for stmt in txn.statements:
+        if stmt.row is None:
+            continue
+        if stmt.row.group_id != GroupId.LOCAL:
+            raise ClientError(ErrorCode.ER_UNSUPPORTED, "Replication",
+                              "distributed transactions")
+        extra.append(stmt.row)
+    return extra
+
+
+def _on_txn_rollback(box, txn) -> None:
+    """applier_txn_rollback_cb: the write failed. Share the error, let every applier
+    know (they reconnect), forget the rows that were in flight."""
+    replicaset = box.replicaset
+    error = txn.journal_error
+    if not isinstance(error, BoxError):
+        error = ClientError(ErrorCode.ER_WAL_IO)
+    replicaset.applier.diag = error
+    _run(replicaset.applier.on_rollback, txn, "on_rollback")
+    replicaset.applier.vclock = replicaset.vclock.copy()
+
+
+def _run(triggers: Iterable, txn, what: str) -> None:
+    for trigger in triggers:
+        try:
+            trigger(txn)
+        except Exception as exc:   # one applier's trigger must not starve the others
+            log.error("replicaset.applier.%s trigger failed: %s", what, exc)

@@ -1,0 +1,253 @@
+"""The applier's side of the wire: one connection to a master and the row stream on it.
+
+`Connection` turns bytes into rows and every way that can fail into one of two errors:
+StreamError when what arrived cannot be read (garbage, a broken length prefix, a row
+that does not decode) and SocketError when the connection itself is gone (EOF, reset,
+refused; with the errno box.info shows as system_message). `TxAssembler` cuts the row
+stream into transactions with applier_read_tx's checks. `BusyYield` keeps a reader
+that never has to wait for input from holding the loop.
+"""
+from __future__ import annotations
+
+import errno as errno_module
+import ipaddress
+import os
+import selectors
+import socket
+
+from spindle.core import log
+from spindle.core.fiber.coio import CoSocket, SocketError, run_in_thread
+from spindle.core.iproto.constants import is_error_type
+from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode, TimedOut
+from spindle.core.iproto.replication import decode_error
+from spindle.core.iproto.xrow import XRow, decode_row
+from spindle.core.net.protocol import FrameReader, PacketError
+
+from .apply import StreamError
+from .replica import VCLOCK_MAX
+
+BUSY_YIELD = 0.01     # a reader yields after this long without waiting for input
+
+
+class BusyYield:
+    """Called before each read: yields once the fiber has run BUSY_YIELD seconds
+    without waiting. Reads from a full socket buffer never wait, and the WAL
+    completions, the writer and everyone else must still get their turn."""
+
+    __slots__ = ("sched", "fiber", "switches", "since")
+
+    def __init__(self, sched):
+        self.sched = sched
+        self.fiber = sched.current
+        self.switches = self.fiber.csw
+        self.since = sched.clock()
+
+    def __call__(self) -> None:
+        if self.fiber.csw != self.switches:
+            self.switches, self.since = self.fiber.csw, self.sched.clock()
+        elif self.sched.clock() - self.since > BUSY_YIELD:
+            self.sched.sleep(0)
+
+
+# ---------------------------------------------------------------- transactions
+
+class TxAssembler:
+    """Groups stream rows into transactions (applier_read_tx's checks, iproto.md
+    §8.6): a transaction starts with the row whose LSN is its TSN and ends with the
+    row that carries the commit flag; every row in between has the same TSN."""
+
+    def __init__(self, box):
+        self.box = box
+        self.rows: list[XRow] = []
+        self.tsn = 0
+
+    def push(self, row: XRow) -> list[XRow] | None:
+        """Add a row; the whole transaction when this row ends it."""
+        if row.replica_id >= VCLOCK_MAX:
+            raise StreamError(ClientError(ErrorCode.ER_UNKNOWN_REPLICA, str(row.replica_id),
+                                          self.box.schema.replicaset_uuid or ""))
+        if not self.rows:
+            if row.lsn != row.tsn:
+                raise StreamError(ClientError(
+                    ErrorCode.ER_PROTOCOL, "Transaction id must be equal to LSN of the "
+                    "first row in the transaction."))
+            self.tsn = row.tsn
+        elif row.tsn != self.tsn:
+            raise StreamError(ClientError(ErrorCode.ER_UNSUPPORTED, "replication",
+                                          "interleaving transactions"))
+        self.rows.append(row)
+        if not row.is_commit:
+            return None
+        tx, self.rows = self.rows, []
+        return tx
+
+
+# ---------------------------------------------------------------- the connection
+
+class Connection:
+    """One connection to the master: a socket and the frame reader on it. Whatever
+    cannot be read as a row is a StreamError; a closed or reset socket a SocketError."""
+
+    def __init__(self, sock: CoSocket):
+        self.sock = sock
+        self.frames = FrameReader(sock)
+        self.closed = False
+
+    def _where(self) -> str:
+        try:
+            return (f"called on fd {self.sock.fileno()}, aka {_addr(self.sock.name())}, "
+                    f"peer of {_addr(self.sock.peer())}")
+        except OSError:
+            return f"called on fd {self.sock.fileno()}"
+
+    def _socket_error(self, what: str, exc: OSError | None = None) -> SocketError:
+        error = SocketError(f"{what}, {self._where()}")
+        error.errno = exc.errno if exc is not None else 0
+        return error
+
+    def readn(self, size: int, timeout: float | None) -> bytes:
+        try:
+            return self.sock.readn(size, timeout)
+        except SocketError:
+            raise self._socket_error("unexpected EOF when reading from socket") from None
+        except OSError as exc:
+            raise self._socket_error("read", exc) from None
+
+    def read_packet(self, timeout: float | None) -> bytes:
+        try:
+            packet = self.frames.read_packet(timeout)
+        except EOFError:
+            packet = None
+        except PacketError as exc:          # a broken length prefix
+            raise StreamError(exc.error) from None
+        except OSError as exc:
+            raise self._socket_error("read", exc) from None
+        if packet is None:
+            raise self._socket_error("unexpected EOF when reading from socket")
+        return packet
+
+    def read_row(self, timeout: float | None) -> XRow:
+        return self.decode(self.read_packet(timeout))
+
+    @staticmethod
+    def decode(packet: bytes) -> XRow:
+        try:
+            row, _ = decode_row(packet, 0, len(packet), exact=True)
+        except BoxError as exc:
+            raise StreamError(exc) from None
+        return row
+
+    def write(self, data: bytes, timeout: float | None) -> None:
+        try:
+            self.sock.write(data, timeout)
+        except OSError as exc:
+            raise self._socket_error("write", exc) from None
+
+    def write_row(self, row: XRow, timeout: float | None) -> None:
+        self.write(row.encode_frame(), timeout)
+
+    def shutdown(self) -> None:
+        """Make the reader's next read fail (from another fiber)."""
+        try:
+            self.sock.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.sock.close()
+
+
+def connect_uri(sched, uri, timeout: float | None) -> CoSocket:
+    """coio_connect: TCP (names resolved in a thread) or a unix socket. A refusal is
+    a SocketError with the errno, as box.info's system_message wants it."""
+    deadline = None if timeout is None else sched.clock() + timeout
+    if uri.is_unix:
+        targets = [(socket.AF_UNIX, uri.port)]
+    else:
+        try:
+            ip = ipaddress.ip_address(uri.host)
+            family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
+            targets = [(family, (uri.host, uri.port))]
+        except ValueError:
+            try:
+                infos = run_in_thread(sched, socket.getaddrinfo, uri.host, uri.port, 0,
+                                      socket.SOCK_STREAM, timeout=timeout)
+            except socket.gaierror as exc:
+                raise SocketError(f"getaddrinfo: {exc.strerror}") from None
+            targets = [(info[0], info[4]) for info in infos]
+    error: SocketError | None = None
+    for family, address in targets:
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        co = CoSocket(sched, sock)
+        try:
+            err = sock.connect_ex(address)
+            if err in (errno_module.EINPROGRESS, errno_module.EAGAIN, errno_module.EWOULDBLOCK):
+                remaining = None if deadline is None else max(deadline - sched.clock(), 0)
+                if not sched.wait_io(sock, selectors.EVENT_WRITE, remaining):
+                    sched.current.testcancel()
+                    raise TimedOut()
+                sched.current.testcancel()
+                err = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            if err:
+                try:
+                    local = _addr(sock.getsockname())
+                except OSError:
+                    local = "unknown"
+                error = SocketError(f"connect, called on fd {sock.fileno()}, aka {local}")
+                error.errno = err
+                log.verbose("connect to %s: %s", address, os.strerror(err))
+                sock.close()
+                continue
+            if family != socket.AF_UNIX:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            return co
+        except BaseException:
+            sock.close()
+            raise
+    raise error or SocketError(f"cannot resolve {uri.host}")
+
+
+def _addr(address) -> str:
+    if isinstance(address, tuple):
+        return f"{address[0]}:{address[1]}"
+    return f"unix/:{address}" if address else "unix/:"
+
+
+# ---------------------------------------------------------------- replies and errors
+
+def reply_error(row: XRow, what: str) -> BaseException:
+    """The error an unexpected reply stands for: the master's own error, or a
+    StreamError when it is no reply at all."""
+    if is_error_type(row.type):
+        return decode_error(row)
+    return StreamError(ClientError(ErrorCode.ER_PROTOCOL, f"Invalid response to {what}"))
+
+
+def decoded(decoder, row: XRow):
+    """Decode a reply body; a body that makes no sense is a broken stream."""
+    try:
+        return decoder(row)
+    except ClientError as exc:
+        if exc.code in (ErrorCode.ER_INVALID_MSGPACK, ErrorCode.ER_MISSING_REQUEST_FIELD,
+                        ErrorCode.ER_PROTOCOL):
+            raise StreamError(exc) from exc
+        raise
+
+
+def describe_error(exc: BaseException) -> str:
+    """An error as 2.6.0's error_log prints it: `ER_NAME: message` for a ClientError,
+    `Type: message[: strerror]` for the others."""
+    message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    err_type = getattr(exc, "type", None) or type(exc).__name__
+    code = getattr(exc, "code", None)
+    if err_type == "ClientError" and code is not None:
+        try:
+            return f"{ErrorCode(code).name}: {message}"
+        except ValueError:
+            return f"ER_{code}: {message}"
+    errno = getattr(exc, "errno", 0)
+    if errno:
+        return f"{err_type}: {message}: {os.strerror(errno)}"
+    return f"{err_type}: {message}"

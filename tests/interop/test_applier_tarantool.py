@@ -1,0 +1,178 @@
+"""Spindle's applier, in this process, replicating from a real Tarantool 2.6.0 master.
+
+A fresh Box is bootstrapped by stepping the applier with resume_to_state the way
+bootstrap_from_master does (ready -> initial_join -> final_join -> joined -> ready),
+then it follows with its WAL started: the master's data, vclock and its view of our
+ACKs must match. A synchronous space on the master commits only with our ACK. The
+applier is stopped and restarted, the master is killed and restarted, and the stream
+goes on each time.
+
+These tests fail, never skip, when tarantool is not installed.
+"""
+from __future__ import annotations
+
+import uuid
+
+from spindle.core.box.box import Box
+from spindle.core.fiber import Scheduler
+from spindle.core.fiber.coio import run_in_thread
+from spindle.core.replication.applier import Applier
+from spindle.core.replication.replica import ApplierState as S
+from spindle.core.vclock import VClock
+from spindle.core.wal.writer import WalWriter
+
+from ..integration.cluster import Cluster
+
+MASTER_SETUP = """
+box.schema.space.create('test', {if_not_exists = true})
+box.space.test:create_index('pk', {if_not_exists = true})
+box.schema.space.create('sync', {is_sync = true, if_not_exists = true})
+box.space.sync:create_index('pk', {if_not_exists = true})
+for i = 1, 1000 do box.space.test:replace{i, 'value ' .. i} end
+box.begin()
+box.space.test:replace{5001, 'multi'}
+box.space.test:replace{5002, 'multi'}
+box.space.test:delete{1}
+box.commit()
+"""
+
+
+class Replica:
+    """An in-process Spindle replica: Box + Applier on a real-clock scheduler."""
+
+    def __init__(self, workdir, master_uri: str):
+        self.sched = Scheduler()
+        self.box = Box(self.sched)
+        self.box.instance_uuid = str(uuid.uuid4())
+        self.box.cfg = {"replication_timeout": 0.1}
+        self.workdir = workdir
+        self.applier = Applier(self.sched, self.box, master_uri)
+
+    def run(self, fn, timeout: float = 60.0):
+        outcome = {}
+
+        def main():
+            try:
+                outcome["result"] = fn()
+            finally:
+                self.sched.stop()
+
+        def expired():
+            outcome["timeout"] = True
+            self.sched.stop()
+        timer = self.sched.call_later(timeout, expired)
+        self.sched.run(main)
+        timer.cancel()
+        assert not outcome.get("timeout"), "timed out"
+        return outcome.get("result")
+
+    def close(self) -> None:
+        def stop():
+            self.applier.stop()
+            if self.box.wal is not None:
+                self.box.wal.stop()
+        self.run(stop)
+        self.sched.shutdown(timeout=2.0)
+        self.sched.close()
+
+    # -- steps run inside the loop
+
+    def bootstrap(self) -> None:
+        applier = self.applier
+        applier.start()
+        applier.resume_to_state(S.CONNECTED)
+        for state in (S.READY, S.INITIAL_JOIN, S.FINAL_JOIN, S.JOINED, S.READY):
+            applier.resume_to_state(state)
+        self.box.wal = WalWriter(self.sched, str(self.workdir), self.box.instance_uuid,
+                                 self.box.replicaset.vclock, instance_id=self.box.instance_id)
+
+    def wait(self, predicate, what: str, timeout: float = 20.0):
+        deadline = self.sched.clock() + timeout
+        while True:
+            result = predicate()
+            if result:
+                return result
+            assert self.sched.clock() < deadline, f"timed out waiting for {what}"
+            self.sched.sleep(0.02)
+
+    def eval(self, node, code: str, *args):
+        """Ask the master without blocking the loop (the connector blocks)."""
+        return run_in_thread(self.sched, node.eval, code, *args, timeout=30)
+
+    def rows(self, space: str) -> list:
+        return [list(t) for t in self.box.engine.space(space).select()]
+
+
+def master_rows(node, space: str) -> list:
+    return [list(t) for t in node.eval(f"return box.space.{space}:select()")]
+
+
+def test_join_follow_sync_restart_and_master_restart(tmp_path):
+    with Cluster(tmp_path) as cluster:
+        master = cluster.add("tarantool", "master", {"replication_timeout": 0.1}).start()
+        master.eval(MASTER_SETUP)
+        replica = Replica(tmp_path / "replica", master.rep_uri)
+        (tmp_path / "replica").mkdir()
+        states = []
+        replica.applier.on_state.add(lambda a: states.append(a.state.value))
+        try:
+            def joined():
+                replica.bootstrap()
+                return replica.rows("test"), replica.box.replicaset.vclock.copy()
+            rows, vclock = replica.run(joined)
+            assert rows == master_rows(master, "test")
+            assert vclock == VClock(master.vclock())
+            assert replica.box.instance_id == 2
+
+            def follow():
+                applier = replica.applier
+                applier.resume()
+                replica.wait(lambda: applier.state == S.FOLLOW, "follow")
+                replica.eval(master, "box.space.test:replace{7, 'after join'}"
+                                     " box.space.test:delete{2}")
+                # a synchronous space commits only when our ACK reaches the master
+                replica.eval(master, "box.cfg{replication_synchro_quorum = 2,"
+                                     " replication_synchro_timeout = 10}"
+                                     " box.space.sync:insert{1, 'quorum'}")
+                master_vclock = VClock(master.vclock())
+                replica.wait(lambda: replica.box.replicaset.vclock == master_vclock,
+                             "equal vclocks")
+                acked = replica.wait(lambda: replica.eval(
+                    master, "return box.info.replication[2].downstream.vclock"), "ACK")
+                return {int(k): v for k, v in acked.items()}
+            acked = replica.run(follow)
+            assert replica.rows("test") == master_rows(master, "test")
+            assert replica.rows("sync") == [[1, "quorum"]]
+            assert acked == master.vclock()
+
+            # stop, write on the master meanwhile, restart: it resubscribes and catches up
+            def restart():
+                applier = replica.applier
+                applier.stop()
+                replica.eval(master, "box.cfg{replication_synchro_quorum = 1}"
+                                     " for i = 2001, 2100 do box.space.test:insert{i} end")
+                applier.restart()
+                replica.wait(lambda: replica.box.replicaset.vclock == VClock(master.vclock()),
+                             "catch-up after restart")
+                return applier.state
+            assert replica.run(restart) == S.FOLLOW
+            assert replica.rows("test") == master_rows(master, "test")
+
+            # the master dies and comes back: disconnected, then following again
+            def master_restart():
+                applier = replica.applier
+                run_in_thread(replica.sched, master.kill, timeout=30)
+                replica.wait(lambda: applier.state in (S.DISCONNECTED, S.LOADING),
+                             "disconnected")
+                run_in_thread(replica.sched, master.start, timeout=60)
+                replica.eval(master, "box.space.test:replace{9999, 'back'}")
+                replica.wait(lambda: replica.box.replicaset.vclock == VClock(master.vclock()),
+                             "catch-up after the master's restart")
+                replica.wait(lambda: applier.state == S.FOLLOW, "follow")
+            replica.run(master_restart)
+            assert replica.rows("test") == master_rows(master, "test")
+        finally:
+            replica.close()
+    assert states[:10] == ["connect", "connected", "auth", "ready", "initial_join",
+                           "final_join", "joined", "ready", "sync", "follow"]
+    assert "disconnected" in states
