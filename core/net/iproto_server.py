@@ -83,9 +83,10 @@ class ReplicationStream:
                   ) -> None:
         self.sock.write(row.encode_frame(sync), timeout)
 
-    def write_error(self, err: BaseException, sync: int | None = None) -> None:
+    def write_error(self, err: BaseException, sync: int | None = None,
+                    timeout: float | None = None) -> None:
         sync = self.request.sync if sync is None else sync
-        self.sock.write(encode_error(err, sync, self._conn.server.schema_version()))
+        self.sock.write(encode_error(err, sync, self._conn.server.schema_version()), timeout)
 
     def spawn(self, fn: Callable, *args, name: str = "relay") -> Any:
         """A helper fiber bound to the connection: the socket stays open until it

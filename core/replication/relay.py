@@ -499,7 +499,19 @@ def relay_subscribe(relay: Relay, replica_clock: VClock, version_id: int,
     if relay.error is not None:
         log.error("relay to %s stopped: %s", relay.replica.uuid if relay.replica else "?",
                   relay.message)
+        if isinstance(relay.error, TimedOut):
+            relay_tell_replica(relay)
         raise relay.error
+
+
+def relay_tell_replica(relay: Relay) -> None:
+    """A silent replica is dropped while its socket still works: tell it why, so
+    both ends of the link show the same message (tarantool#7465). Best effort:
+    a replica that stopped reading must not hold the relay."""
+    try:
+        relay.stream.write_error(relay.error, relay.sync, timeout=0.5)
+    except Exception as exc:   # noqa: BLE001 - the link is being dropped anyway
+        log.verbose("relay: could not tell the replica why: %s", exc)
 
 
 def relay_subscribe_f(relay: Relay) -> None:

@@ -359,11 +359,14 @@ def test_a_silent_replica_is_dropped_after_four_timeouts(master):
     peer = subscribed(master)
     try:
         start = time.monotonic()
-        assert peer.eof_within(5)
+        error = peer.frames_until(lambda f: f.is_error)[-1]
         assert time.monotonic() - start >= 0.3
+        assert peer.eof_within(5)
         info = relay_info(master, REPLICA)
         assert (info["status"], info["message"], info["system_message"]) == (
             "stopped", "timed out", "Connection timed out")
+        # the replica is told, in the same words (tarantool#7465)
+        assert error.message == info["message"]
     finally:
         peer.close()
 
