@@ -4,9 +4,11 @@
 
 For each kind (a Tarantool master with a Tarantool replica, a Spindle master with a
 Spindle replica) it measures
-  * async replication throughput: the master inserts N rows (1 row per transaction,
-    then 100 rows per transaction); the rate is N / (time from the first insert
-    until the replica's vclock equals the master's);
+  * async replication throughput at 1 and 100 rows per transaction, live (the
+    master inserts N rows while the replica follows: N / time until the replica's
+    vclock equals the master's, bound by the master's commit rate) and catch-up
+    (N rows written while the replica was detached: N / time from re-attaching
+    until it has them, the relay and applier alone);
   * JOIN: a fresh replica of a master holding --join-rows rows, from launch until
     its box.cfg returned;
   * overload: the master writes as fast as it can for --overload seconds while the
@@ -32,27 +34,43 @@ SPACE = ("box.schema.space.create('t', {if_not_exists = true}) "
          "box.space.t:create_index('pk', {if_not_exists = true})")
 
 
-def replicated_rate(cluster: Cluster, kind: str, rows: int, per_txn: int) -> float:
+INSERT_LOOP = """
+    local first, rows, per_txn = ...
+    local k = first
+    while k < first + rows do
+        box.begin()
+        for _ = 1, per_txn do box.space.t:insert{k} k = k + 1 end
+        box.commit()
+    end"""
+
+
+def replicated_rates(cluster: Cluster, kind: str, rows: int, per_txn: int
+                     ) -> tuple[float, float]:
+    """(live, catch-up) rows/s. Live: the master writes while the replica follows,
+    timed until the replica has everything (bound by the master's own commit
+    rate). Catch-up: the replica is detached while the master writes, then
+    attached again and timed until it has everything (the relay and the applier
+    alone)."""
     master = cluster.add(kind, f"{kind}-m{per_txn}", FAST).start()
     master.eval(SPACE)
     replica = cluster.add(kind, f"{kind}-r{per_txn}",
                           {**FAST, "replication": [master.rep_uri]}).start()
     wait_for(lambda: replica.upstream_status(1) == "follow", 60, "replica to follow")
     start = time.perf_counter()
-    master.eval("""
-        local rows, per_txn = ...
-        local k = 1
-        while k <= rows do
-            box.begin()
-            for _ = 1, per_txn do box.space.t:insert{k} k = k + 1 end
-            box.commit()
-        end""", rows, per_txn)
+    master.eval(INSERT_LOOP, 1, rows, per_txn)
     wait_for(lambda: same_vclocks(master, replica), 600, "replica to catch up",
              interval=0.005)
-    elapsed = time.perf_counter() - start
+    live = rows / (time.perf_counter() - start)
+    replica.eval("box.cfg{replication = {}}")
+    master.eval(INSERT_LOOP, rows + 1, rows, per_txn)
+    start = time.perf_counter()
+    replica.eval("box.cfg{replication = {...}}", master.rep_uri)
+    wait_for(lambda: same_vclocks(master, replica), 600, "replica to catch up",
+             interval=0.005)
+    catch_up = rows / (time.perf_counter() - start)
     master.stop()
     replica.stop()
-    return rows / elapsed
+    return live, catch_up
 
 
 def join_seconds(cluster: Cluster, kind: str, rows: int) -> float:
@@ -120,8 +138,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, Cluster(Path(tmp)) as cluster:
         for kind in ("tarantool", "spindle"):
             r = results[kind] = {}
-            r["rows/s, 1 row/txn"] = replicated_rate(cluster, kind, args.rows, 1)
-            r["rows/s, 100 rows/txn"] = replicated_rate(cluster, kind, args.rows * 5, 100)
+            for per_txn, rows in ((1, args.rows), (100, args.rows * 5)):
+                live, catch_up = replicated_rates(cluster, kind, rows, per_txn)
+                r[f"live rows/s, {per_txn} row(s)/txn"] = live
+                r[f"catch-up rows/s, {per_txn} row(s)/txn"] = catch_up
             r[f"JOIN of {args.join_rows:,} rows, s"] = join_seconds(cluster, kind,
                                                                    args.join_rows)
             stops, reconnects = overload(cluster, kind, args.overload)
