@@ -6,6 +6,7 @@ database, which blocks the fiber); applying an option's side effect goes through
 """
 from __future__ import annotations
 
+import json
 from typing import Any, Callable
 
 from spindle.core import log
@@ -61,7 +62,7 @@ class BoxModule:
             try:
                 for name, value in values.items():
                     if name in given and given[name] is not None:
-                        log.info("set '%s' configuration option to %s", name, _show(value))
+                        log.info("set '%s' configuration option to %s", name, _show(value, name))
                         self._apply(name, value)
                 self.storage.start(values)    # returns when the box is up
             except BaseException:
@@ -75,7 +76,7 @@ class BoxModule:
         else:
             changed = self.config.reconfigure(options, apply=self._apply)
             for name, value in changed.items():
-                log.info("set '%s' configuration option to %s", name, _show(value))
+                log.info("set '%s' configuration option to %s", name, _show(value, name))
         for warning in self.config.warnings:
             log.warn("%s", warning)
         self.config.warnings.clear()
@@ -108,12 +109,19 @@ class BoxModule:
             fiber.storage.pop("last_error", None)
 
 
-def _show(value: Any) -> str:
-    if isinstance(value, str):
-        return f'"{value}"'
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+def _show(value: Any, name: str = "") -> str:
+    """A value as 2.6.0's "set 'x' configuration option to ..." line shows it: JSON,
+    with the passwords of replication URIs left out."""
+    if name == "replication" and isinstance(value, (list, tuple)):
+        value = [_without_password(uri) for uri in value]
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _without_password(uri: Any) -> Any:
+    if not isinstance(uri, str) or "@" not in uri:
+        return uri
+    userinfo, _, rest = uri.rpartition("@")
+    return f"{userinfo.partition(':')[0]}@{rest}"
 
 
 def build(instance):
