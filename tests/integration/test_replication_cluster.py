@@ -151,3 +151,24 @@ def test_a_stopped_upstream_restarts_without_resetting_replication(tmp_path):
                  "a second attempt")
         assert replica.eval("return box.ctl.replication_restart(42)") == 0
         assert replica.eval("return box.cfg.replication")[0].endswith(str(stranger.port))
+
+
+def test_a_registered_instance_without_files_joins_again_under_its_id(tmp_path):
+    uuid = "22222222-2222-4222-8222-222222222222"
+    with Cluster(tmp_path) as cluster:
+        master = cluster.add("spindle", "master", FAST).start()
+        master.eval(SPACE)
+        replica = cluster.add("spindle", "replica", {**FAST, "replication": [master.rep_uri],
+                                                     "instance_uuid": uuid})
+        replica.start()
+        wait_for(lambda: replica.upstream_status(1) == "follow", 30, "replica to follow")
+        replica.stop()
+        for path in replica.workdir.iterdir():
+            if path.suffix in (".snap", ".xlog"):
+                path.unlink()
+        master.eval("for k = 1, 10 do box.space.t:insert{k} end")
+        replica.start()
+        assert replica.info("id") == 2
+        assert len(master.eval("return box.space._cluster:select()")) == 2
+        wait_for(lambda: same_vclocks(master, replica), 20, "vclocks to match")
+        assert replica.eval("return box.space.t:count()") == 10
