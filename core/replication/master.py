@@ -108,15 +108,21 @@ def box_process_join(executor, session, request, stream) -> None:
         box_on_join(box, uuid)                    # into _cluster, lowest free id
         stop = box.vclock.copy()
         stream.write_row(encode_vclock_row(stop), sync, join_write_timeout(box))
-        relay_final_join(box, stream, sync, start, stop)
-        log.info("final data sent.")
-        stream.write_row(encode_vclock_row(box.vclock), sync, join_write_timeout(box))
-        box.gc.advance_consumer(consumer, stop)
-        _hand_consumer(box, uuid, consumer)
+        send_final_stage(box, stream, sync, start, stop, uuid, consumer)
         consumer = None
     finally:
         if consumer is not None:
             box.gc.unregister_consumer(consumer)
+
+
+def send_final_stage(box, stream, sync: int, start, stop, uuid: str, consumer) -> None:
+    """JOIN's and REGISTER's last stage: the WAL rows (start, stop], OK {vclock}; the
+    GC consumer then keeps the WAL from `stop` on for the replica."""
+    relay_final_join(box, stream, sync, start, stop)
+    log.info("final data sent.")
+    stream.write_row(encode_vclock_row(box.vclock), sync, join_write_timeout(box))
+    box.gc.advance_consumer(consumer, stop)
+    _hand_consumer(box, uuid, consumer)
 
 
 # ---------------------------------------------------------- FETCH_SNAPSHOT
@@ -155,12 +161,7 @@ def box_process_register(executor, session, request, stream) -> None:
     try:
         start = box.vclock.copy()
         box_on_join(box, uuid)
-        stop = box.vclock.copy()
-        relay_final_join(box, stream, sync, start, stop)
-        log.info("final data sent.")
-        stream.write_row(encode_vclock_row(box.vclock), sync, join_write_timeout(box))
-        box.gc.advance_consumer(consumer, stop)
-        _hand_consumer(box, uuid, consumer)
+        send_final_stage(box, stream, sync, start, box.vclock.copy(), uuid, consumer)
         consumer = None
     finally:
         if consumer is not None:

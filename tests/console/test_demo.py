@@ -10,10 +10,11 @@ import json
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import tarantool
+
+from ..integration.cluster import process_gone, wait_for
 
 SPINDLE = str(Path(sys.executable).parent / "spindle")
 
@@ -22,30 +23,7 @@ REPLICATION_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
 
 
-def process_gone(pid: int) -> bool:
-    """True once `pid` has exited (a zombie waiting for its reaper counts as gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
-
-
-def wait_until(condition, timeout: float, what: str):
-    """Poll `condition` until it is truthy (errors count as not yet) or time is up."""
-    deadline = time.monotonic() + timeout
-    last_error = None
-    while True:
-        try:
-            result = condition()
-            if result:
-                return result
-        except Exception as exc:   # noqa: BLE001 - retried until the deadline
-            last_error = exc
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}"
-                                 + (f" (last error: {last_error!r})" if last_error else ""))
-        time.sleep(0.05)
+wait_until = wait_for
 
 
 def demo_state(directory: Path) -> dict:

@@ -13,26 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from ..integration.cluster import process_gone, wait_for
 from spindle.shell.demo_children import ChildProcess, Children, StartupFailed
 
 DEADLINE = 20.0
 
 
-def process_gone(pid: int) -> bool:
-    """True once `pid` has exited (a zombie waiting for its reaper counts as gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
-
-
 def wait_until(condition, timeout: float = DEADLINE, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
+    wait_for(condition, timeout, what, interval=0.02)
 
 
 def stand_in(tmp_path: Path, name: str, *, ready: bool = True, exit_code: int | None = None,

@@ -77,6 +77,15 @@ def wait_for(condition: Callable[[], Any], timeout: float = 30.0, what: str = "c
         time.sleep(interval)
 
 
+def process_gone(pid: int) -> bool:
+    """True once `pid` has exited (a zombie waiting for its reaper counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+
 class Node:
     def __init__(self, kind: str, workdir: Path, name: str, cfg: dict | None = None,
                  port: int | None = None, extra_lua: str = ""):
