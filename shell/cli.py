@@ -5,6 +5,7 @@
     spindle -e CODE [-i]         run Lua, then (with -i) the console
     spindle cat FILE...          print .xlog/.snap rows, like `tarantoolctl cat`
     spindle demo [--dir DIR]     a local three-instance replica set, console on the first
+    spindle spark SQL --dir DIR  Spark SQL over the views `xlog` and `snap` of a data dir
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ USAGE = "spindle [OPTIONS] [SCRIPT [ARGS]...]"
 SUBCOMMANDS = {
     "cat": "spindle.shell.cat:main",
     "demo": "spindle.shell.demo:main",
+    "spark": "spindle.shell.spark_cli:main",
 }
 
 

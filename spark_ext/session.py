@@ -1,0 +1,102 @@
+"""A SparkSession for Spindle's analytics, and its complete shutdown.
+
+Facts this follows (measured with pyspark 4.3 on this machine, see issue 6):
+* executors' Python must be this interpreter (PYSPARK_PYTHON) so they import
+  spindle.spark_ext; the JVM must bind loopback (SPARK_LOCAL_IP) on hosts
+  whose name does not resolve;
+* `spark.stop()` leaves the JVM running: it exits when the gateway's stdin
+  pipe closes, so `stop_session` closes it and waits, and clears pyspark's
+  cached gateway so a later session starts a fresh JVM;
+* the default 200 shuffle partitions make every GROUP BY over small data
+  schedule 200 tasks: a local session uses a few.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+
+DEFAULT_MASTER = "local[2]"
+_LOG4J = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n
+"""
+
+
+def prepare_environment() -> None:
+    """Environment the driver JVM and Python workers inherit."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+
+def _log4j_file() -> str:
+    """Spark's own log4j profile prints INFO/WARN lines on every start; a
+    console tool wants errors only."""
+    path = os.path.join(tempfile.gettempdir(), f"spindle-spark-log4j2-{os.getuid()}.properties")
+    if not os.path.exists(path):
+        tmp = f"{path}.{os.getpid()}"
+        with open(tmp, "w") as f:
+            f.write(_LOG4J)
+        os.replace(tmp, path)
+    return path
+
+
+def default_conf(master: str) -> dict[str, str]:
+    conf = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.python.filterPushdown.enabled": "true",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{_log4j_file()}",
+    }
+    if master.startswith("local"):
+        conf["spark.sql.shuffle.partitions"] = "4"
+        conf["spark.driver.host"] = "127.0.0.1"
+        conf["spark.driver.bindAddress"] = "127.0.0.1"
+    return conf
+
+
+def start_session(master: str = DEFAULT_MASTER, conf: dict[str, str] | None = None,
+                  app_name: str = "spindle"):
+    """A SparkSession with the `xlog` and `snap` sources registered."""
+    prepare_environment()
+    from pyspark.sql import SparkSession   # late: ~0.3 s, and only callers of Spark pay it
+
+    from .sources import register
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in {**default_conf(master), **(conf or {})}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    register(spark)
+    return spark
+
+
+def stop_session(spark, timeout: float = 30.0) -> None:
+    """Stop Spark and end the JVM this process launched."""
+    from pyspark import SparkContext
+    gateway = SparkContext._gateway
+    spark.stop()
+    if gateway is None:
+        return
+    proc = getattr(gateway, "proc", None)
+    try:
+        gateway.shutdown()
+    finally:
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+        if proc is not None:
+            # The JVM exits on EOF of its stdin (PythonGatewayServer).
+            if proc.stdin is not None:
+                proc.stdin.close()
+            try:
+                proc.wait(timeout)
+            except Exception:
+                proc.kill()          # our own child, by its Popen object
+                proc.wait(timeout)

@@ -1,0 +1,136 @@
+"""The `xlog` and `snap` formats for Spark (pyspark 4 Python Data Source API).
+
+    spark.dataSource.register(XlogDataSource)          # or sources.register(spark)
+    spark.read.format("xlog").load("/path/to/data_dir")
+
+Options:
+  path        a file, a directory or a glob (required; `load(path)` sets it)
+  split_size  bytes per partition for large files (default 64 MiB); files are
+              split at block boundaries
+  batch_rows  rows per Arrow batch (default 8192)
+  json        "false" leaves the *_json columns null (faster)
+  exclude     JSON list of file paths not to read (the Parquet mirror's files)
+
+Everything below the Spark surface is in plan.py / scan.py (no pyspark there).
+The reader object is pickled from the planner to every task, so it holds only
+plain data: options and pushed conditions as (column, op, value) tuples.
+
+Filter pushdown needs `spark.sql.python.filterPushdown.enabled=true`; pyspark
+refuses to run a reader that implements pushFilters without it, so
+`register()` sets it.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+from pyspark.sql.datasource import (
+    DataSource, DataSourceReader, EqualTo, GreaterThan, GreaterThanOrEqual, In, InputPartition,
+    IsNotNull, LessThan, LessThanOrEqual,
+)
+
+from .plan import DEFAULT_SPLIT_BYTES, plan_tasks
+from .rows import SPARK_DDL, RowFilter
+from .scan import DEFAULT_BATCH_ROWS, SNAP_KIND, XLOG_KIND, ScanTask, scan
+
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+_OPS = {EqualTo: "=", GreaterThan: ">", GreaterThanOrEqual: ">=", LessThan: "<",
+        LessThanOrEqual: "<=", In: "in", IsNotNull: "notnull"}
+
+
+def _condition(spark_filter) -> tuple | None:
+    """(column, op, value) for a Spark filter this reader applies exactly."""
+    op = _OPS.get(type(spark_filter))
+    attribute = getattr(spark_filter, "attribute", ())
+    if op is None or len(attribute) != 1:
+        return None
+    value = getattr(spark_filter, "value", None)
+    if op == "in":
+        value = tuple(value)
+    condition = (attribute[0], op, value)
+    return condition if RowFilter().add(*condition) else None
+
+
+class TaskPartition(InputPartition):
+    """One ScanTask: a file, or a block range of one."""
+
+    def __init__(self, task: ScanTask):
+        super().__init__(task)
+
+
+class _Reader(DataSourceReader):
+    def __init__(self, kind: str, options: dict[str, str]):
+        self.kind = kind
+        self.path = options.get("path") or options.get("paths", "")
+        self.split_bytes = int(options.get("split_size", DEFAULT_SPLIT_BYTES))
+        self.batch_rows = int(options.get("batch_rows", DEFAULT_BATCH_ROWS))
+        self.with_json = options.get("json", "true").lower() != "false"
+        self.exclude = frozenset(json.loads(options.get("exclude", "[]")))
+        self.conditions: list[tuple] = []
+
+    def pushFilters(self, filters):   # noqa: N802 (pyspark's name)
+        for spark_filter in filters:
+            condition = _condition(spark_filter)
+            if condition is None:
+                yield spark_filter    # Spark evaluates it after the scan
+            else:
+                self.conditions.append(condition)
+
+    def _filters(self) -> RowFilter:
+        return RowFilter.from_conditions(self.conditions)
+
+    def partitions(self) -> list[InputPartition]:
+        tasks = plan_tasks(self.path, self.kind, self._filters(),
+                           split_bytes=self.split_bytes, exclude=self.exclude)
+        return [TaskPartition(task) for task in tasks]
+
+    def read(self, partition: InputPartition) -> Iterator:
+        task = partition.value
+        if not isinstance(task, ScanTask):
+            return iter(())           # pyspark's placeholder partition of an empty plan
+        return scan(task, self._filters(), batch_rows=self.batch_rows,
+                    with_json=self.with_json)
+
+
+class XlogDataSource(DataSource):
+    """Rows of .xlog files (WAL)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return XLOG_KIND
+
+    def schema(self) -> str:
+        return SPARK_DDL
+
+    def reader(self, schema) -> DataSourceReader:
+        return _Reader(XLOG_KIND, {k.lower(): v for k, v in self.options.items()})
+
+
+class SnapDataSource(DataSource):
+    """Rows of .snap files (checkpoints)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SNAP_KIND
+
+    def schema(self) -> str:
+        return SPARK_DDL
+
+    def reader(self, schema) -> DataSourceReader:
+        return _Reader(SNAP_KIND, {k.lower(): v for k, v in self.options.items()})
+
+
+def register(spark) -> None:
+    """Make `xlog` and `snap` known to this session."""
+    spark.conf.set(PUSHDOWN_CONF, "true")
+    spark.dataSource.register(XlogDataSource)
+    spark.dataSource.register(SnapDataSource)
+
+
+def register_views(spark, data_dir: str, **options: str) -> None:
+    """Temp views `xlog` and `snap` over a data directory (or any path option)."""
+    for kind in (XLOG_KIND, SNAP_KIND):
+        reader = spark.read.format(kind)
+        for key, value in options.items():
+            reader = reader.option(key, value)
+        reader.load(data_dir).createOrReplaceTempView(kind)
