@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable
 
 from spindle.core import log
 from spindle.core.fiber import Cond
-from spindle.core.iproto.constants import IprotoType
+from spindle.core.iproto.constants import IprotoType, is_synchro
 from spindle.core.iproto.errors import ClientError, ErrorCode, TimedOut
 from spindle.core.iproto.xrow import XRow, decode_dml_body
 from spindle.core.vclock import VClock
@@ -30,7 +30,7 @@ from spindle.core.replication.replicaset import ReplicaSet
 
 from spindle.core.replication.replicaset import replicaset_follow, replicaset_sync
 
-from . import startup
+from . import limbo_checkpoint, limbo_txn, startup
 from .schema import Schema, load_bootstrap_rows
 from .txn import Engine
 
@@ -48,6 +48,9 @@ class Box:
         self.schema.create_system_spaces(self._bootstrap_rows)
         self.replicaset = ReplicaSet(sched, self)
         self.schema.on_cluster_change.append(self.replicaset.on_cluster_change)
+        # synchronous replication: the limbo and its hooks (limbo_txn.py)
+        self.limbo = None
+        limbo_txn.install_limbo(self)
         self.cfg: dict[str, Any] = {}
         self.wal: WalWriter | None = None
         self.gc: GarbageCollector | None = None
@@ -102,6 +105,7 @@ class Box:
                                   self.schema.replicaset_uuid)
             startup.box_sync_replication(self, False)
         self._start_wal(wal_dir, memtx_dir, vclock, checkpoints)
+        limbo_txn.limbo_after_recovery(self)
         self.set_read_only("config", bool(cfg.get("read_only")))
         self.status = "orphan" if self.orphan else "running"
         log.info("ready to accept requests")
@@ -124,12 +128,14 @@ class Box:
                              max_size=int(cfg.get("wal_max_size") or 268435456),
                              instance_id=self.instance_id)
         self.engine.txns.journal = self._journal
+        self.engine.txns.limbo_commit = lambda txn, rows: limbo_txn.limbo_commit(self, txn, rows)
         self.gc = GarbageCollector(memtx_dir, self.wal,
                                    checkpoint_count=int(cfg.get("checkpoint_count", 2)),
                                    sched=self.sched)
         self.gc.load_checkpoints(checkpoints or [vclock])
         self.checkpointer = Checkpointer(self.sched, self.wal, memtx_dir, self.instance_uuid,
-                                         self.read_view, self.gc,
+                                         lambda: limbo_checkpoint.checkpoint_read_view(self),
+                                         self.gc,
                                          checkpoint_interval=float(
                                              cfg.get("checkpoint_interval", 3600)))
         self.checkpointer.start_daemon()
@@ -142,11 +148,11 @@ class Box:
 
     def _apply_snapshot_row(self, row: XRow) -> None:
         request = decode_dml_body(row.body, row.type)
-        self.engine.space(request.space_id).replace(request.tuple)
+        self.engine.space(request.space_id).recover_replace(request.tuple)
 
     def _apply_wal_tx(self, rows: list[XRow]) -> None:
         txns = self.engine.txns
-        txns.begin()
+        txn = txns.begin()
         try:
             for row in rows:
                 self.apply_row(row)
@@ -154,11 +160,14 @@ class Box:
             txns.rollback()
             raise
         txns.commit()
+        limbo_txn.recover_tx(self, txn, rows)
 
     def apply_row(self, row: XRow) -> None:
-        """Apply one redo row (recovery; later the applier) without logging it."""
+        """Apply one redo row of recovery without logging it."""
         if row.type not in DML_TYPES:
-            return   # NOP; CONFIRM/ROLLBACK belong to the limbo (qsync issue)
+            if is_synchro(row.type):
+                limbo_txn.recover_synchro_row(self, row)
+            return   # NOP
         request = decode_dml_body(row.body, row.type)
         self.engine.space(request.space_id).execute_request(request)
 
@@ -169,6 +178,8 @@ class Box:
                 not _is_local_row(row) for row in rows):
             raise ClientError(ErrorCode.ER_READONLY)
         self.wal.write(rows)
+
+    journal_write = _journal     # the limbo's commit path writes through it
 
     @property
     def instance_id(self) -> int:
@@ -243,7 +254,8 @@ class Box:
     def snapshot(self) -> None:
         if self.checkpointer is None:
             raise ClientError(ErrorCode.ER_UNSUPPORTED, "Spindle", "snapshot before box.cfg")
-        self.checkpointer.checkpoint()
+        with limbo_checkpoint.checkpoint_gate(self):
+            self.checkpointer.checkpoint()
 
     # ----------------------------------------------------------------- info
 
@@ -298,10 +310,11 @@ class Box:
         self.wal.submit(rows, lambda entry: done(entry.error))
 
     def apply_synchro_row(self, row: XRow) -> None:
-        """A CONFIRM/ROLLBACK row from a master, before it goes to the WAL as it came.
-        The limbo (qsync issue) takes it from here; until then it only advances
-        the vclock. Runs inside the applier's transaction: it must not yield (and
-        may raise, e.g. ER_SYNC_MASTER_MISMATCH, to refuse the row)."""
+        """A CONFIRM/ROLLBACK row from a master, before it goes to the WAL as it came:
+        the limbo decides its pending transactions. Runs inside the applier's
+        transaction: it must not yield (and may raise, e.g. ER_SYNC_MASTER_MISMATCH,
+        to refuse the row)."""
+        limbo_txn.apply_synchro_row(self, row)
 
 
 def _view_rows(captured):

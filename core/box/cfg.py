@@ -44,6 +44,11 @@ from .cfg_options import (
     MEMTX_MIN_TUPLE_SIZE_RANGE, NET_MSG_MAX_MIN, OPTIONS, QUOTA_MAX, QUOTA_UNIT_SIZE,
     READAHEAD_MIN, RELOAD_ORDER, SYSLOG_FACILITIES, UUID_OPTIONS, UUID_TEXT, VCLOCK_MAX,
     WAL_MODES, DeprecatedValueError, Option, lua_type, parse_uuid, uri_has_service)
+from .limbo_quorum import check_formula, is_formula
+
+# Options that also take a formula of N (2.7+); any other string is refused with
+# 2.6.0's "should be of type number", in the Lua pass, as 2.6.0 refuses every string.
+FORMULA_OPTIONS = frozenset(("replication_synchro_quorum",))
 
 __all__ = ["OPTIONS", "Option", "CfgError", "Config", "defaults", "check_option",
            "lua_type", "uri_has_service"]
@@ -330,7 +335,12 @@ def _check_replication_connect_quorum(cfg):
 
 
 def _check_replication_synchro_quorum(cfg):
-    value = _c_int(cfg.get("replication_synchro_quorum"))
+    raw = cfg.get("replication_synchro_quorum")
+    if isinstance(raw, (str, bytes)):
+        # The 'N/2+1' formula form of later versions (2.6.0 takes only numbers).
+        check_formula(raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw)
+        return
+    value = _c_int(raw)
     if value <= 0 or value >= VCLOCK_MAX:
         raise _cfg_error("replication_synchro_quorum", "the value must be greater than zero "
                          "and less than maximal number of replicas")
@@ -662,7 +672,8 @@ class Config:
                         if self._log_state.get(done) is False:
                             self._log_state[done] = None
                     raise
-            elif option.types != ("any",) and lua_type(value) not in option.types:
+            elif (option.types != ("any",) and lua_type(value) not in option.types
+                    and not (name in FORMULA_OPTIONS and is_formula(value))):
                 if len(option.types) == 1:
                     raise _cfg_error(name, "should be of type " + option.types[0])
                 raise _cfg_error(name, "should be one of types " + option.template)

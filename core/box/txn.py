@@ -107,6 +107,9 @@ class Txn:
         # The applier's transactions log the rows their master sent, not rebuilt ones:
         # no redo row is made for their own statements (those of triggers still are).
         self.replicated = False
+        # Undone by the synchronous-replication limbo (a ROLLBACK, a quorum timeout)
+        # after or during its journal write: a normal outcome, not a failed write.
+        self.sync_rollback = False
 
     def __repr__(self) -> str:
         return f"<Txn {self.id} {self.status} {len(self.statements)} stmts>"
@@ -140,6 +143,10 @@ class TxnManager:
         self.journal = journal
         self.fiber_key = fiber_key or (lambda: None)
         self._txns: dict[Hashable, Txn] = {}
+        # limbo_commit(txn, rows): the commit path of synchronous replication
+        # (core/box/limbo_txn.py) — writes the rows through `journal` and waits in
+        # the limbo when it must; None: the journal alone
+        self.limbo_commit: Callable[[Txn, list[XRow]], None] | None = None
 
     # -- lookup ---------------------------------------------------------------
 
@@ -279,9 +286,13 @@ class TxnManager:
         rows = txn.rows()
         if rows and self.journal is not None:
             try:
-                self.journal(rows)
+                if self.limbo_commit is not None:
+                    self.limbo_commit(txn, rows)
+                else:
+                    self.journal(rows)
             except BaseException:
-                self._finish_rollback(txn)
+                if txn.status == "committing":   # the limbo may have undone it already
+                    self._finish_rollback(txn)
                 raise
         txn.status = "committed"
         self._run_triggers(txn.on_commit, txn, "on_commit")
@@ -325,6 +336,15 @@ class TxnManager:
 
     def _rollback(self, txn: Txn) -> None:
         self._detach(txn)
+        self._finish_rollback(txn)
+
+    def rollback_sync(self, txn: Txn) -> None:
+        """The limbo rolls back a transaction whose journal write is done or under
+        way (a ROLLBACK row, a quorum timeout): undo it and run its on_rollback
+        triggers, with `txn.sync_rollback` telling them it is no write failure."""
+        if txn.status == "rolled back":
+            return
+        txn.sync_rollback = True
         self._finish_rollback(txn)
 
     def _finish_rollback(self, txn: Txn) -> None:

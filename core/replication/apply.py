@@ -24,6 +24,7 @@ import dataclasses
 from typing import Any, Iterable
 
 from spindle.core import log
+from spindle.core.box.limbo_txn import limbo_enter_replicated
 from spindle.core.iproto.constants import GroupId, IprotoKey, IprotoType, is_synchro
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
 from spindle.core.iproto.xrow import (
@@ -150,6 +151,9 @@ def applier_apply_tx(box, rows: list[XRow], skip_conflict: bool = False) -> bool
     try:
         journal_rows = [_apply_row(box, row, skip_conflict) for row in rows]
         journal_rows.extend(_local_trigger_rows(txn))
+        # synchronous, or behind pending synchronous ones: into the limbo with the
+        # master's LSN (txn_commit_try_async)
+        limbo_enter_replicated(box, txn, rows)
     except BaseException:
         txns.rollback()
         raise
@@ -212,6 +216,8 @@ def _local_trigger_rows(txn) -> list[XRow]:
 def _on_txn_rollback(box, txn) -> None:
     """applier_txn_rollback_cb: the write failed. Share the error, let every applier
     know (they reconnect), forget the rows that were in flight."""
+    if txn.sync_rollback:
+        return      # a ROLLBACK from the master undid it: normal, nothing failed
     replicaset = box.replicaset
     error = txn.journal_error
     if not isinstance(error, BoxError):

@@ -82,11 +82,10 @@ def join_write_timeout(box) -> float:
 # ------------------------------------------------------------ QSYNC HOOK
 
 def relay_wait_sync_confirm(box) -> None:
-    """QSYNC HOOK — txn_limbo_wait_confirm() of 2.6.0's relay_initial_join: a JOIN
-    sends its start vclock only after the pending synchronous transactions are
-    confirmed (ER_SYNC_ROLLBACK / ER_SYNC_QUORUM_TIMEOUT otherwise). A no-op until
-    the box has a limbo; the qsync issue gives `box.limbo.wait_confirm()` (or
-    replaces this function)."""
+    """txn_limbo_wait_confirm() of 2.6.0's relay_initial_join: a JOIN sends its
+    start vclock only after the pending synchronous transactions are confirmed
+    (ER_SYNC_ROLLBACK / ER_SYNC_QUORUM_TIMEOUT otherwise; core/box/limbo.py).
+    A no-op for a box without a limbo (tests' fakes)."""
     limbo = getattr(box, "limbo", None)
     wait_confirm = getattr(limbo, "wait_confirm", None)
     if wait_confirm is not None:

@@ -22,6 +22,7 @@ from spindle.core import log
 from spindle.core.box.access import Access
 from spindle.core.box.box import Box
 from spindle.core.box import startup
+from spindle.core.box.limbo_txn import on_synchro_option_changed
 from spindle.core.box.ddl import Ddl
 from spindle.core.replication.replicaset import replicaset_check_quorum
 
@@ -33,6 +34,7 @@ from .ctl import CtlApi
 from .info import InfoApi
 from .schema import SchemaApi
 from .space import SpaceApi
+from .spark import SparkApi
 from .tuple import TupleBridge
 from .txn import TxnApi
 
@@ -65,8 +67,10 @@ class BoxStorage:
         self.schema = SchemaApi(self, box_table)
         self.info = InfoApi(self, box_table)
         self.ctl = CtlApi(self, box_table)
+        self.spark = SparkApi(self, box_table)      # box.spark (Spark loads on first use)
         self._installers = [api.lua[b"install"] for api in
-                            (self.spaces, self.txn, self.schema, self.info, self.ctl)]
+                            (self.spaces, self.txn, self.schema, self.info, self.ctl,
+                             self.spark)]
 
     def _new_box(self) -> None:
         self.box = Box(self.sched)
@@ -95,6 +99,9 @@ class BoxStorage:
             "replication": self._set_replication,
             "replication_anon": self._set_replication_anon,
             "replication_connect_quorum": self._set_connect_quorum,
+            "replication_synchro_quorum": self._set_synchro_option("replication_synchro_quorum"),
+            "replication_synchro_timeout": self._set_synchro_option(
+                "replication_synchro_timeout"),
             "checkpoint_interval": self._set_checkpoint_interval,
             "checkpoint_count": self._set_checkpoint_count,
             "log": self._set_log,
@@ -105,6 +112,15 @@ class BoxStorage:
         Box.cfg current."""
         def apply(value: Any) -> None:
             self.box.cfg[name] = value
+        return apply
+
+    def _set_synchro_option(self, name: str) -> Callable[[Any], None]:
+        """replication_synchro_quorum/_timeout: the limbo re-checks its entries
+        (a lower quorum may confirm some now) and its waiters' deadlines."""
+        def apply(value: Any) -> None:
+            self.box.cfg[name] = value
+            if self.started:
+                on_synchro_option_changed(self.box)
         return apply
 
     def _set_replication(self, value) -> None:

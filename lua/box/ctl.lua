@@ -28,6 +28,12 @@ function ctl.replication_restart(peer)
     return wait(blocking.replication_restart, peer)
 end
 
+-- A new master takes over the synchronous transactions of the old one: what a
+-- quorum has is confirmed, the rest rolled back.
+function ctl.clear_synchro_queue()
+    wait(blocking.clear_synchro_queue)
+end
+
 local function install()
     rawset(box, 'ctl', ctl)
 end

@@ -1,9 +1,11 @@
-"""box.ctl for Lua (lua/box/ctl.lua): wait_ro / wait_rw and replication_restart."""
+"""box.ctl for Lua (lua/box/ctl.lua): wait_ro / wait_rw, replication_restart and
+clear_synchro_queue."""
 from __future__ import annotations
 
 from typing import Any
 
 from spindle.core.replication.replica import ApplierState
+from spindle.core.replication.synchro import box_clear_synchro_queue
 
 from ..runtime import read_source
 
@@ -12,12 +14,16 @@ class CtlApi:
     def __init__(self, storage, box_table):
         self.storage = storage
         runtime = storage.runtime
-        blocking = {"wait_ro": self.wait_ro, "replication_restart": self.replication_restart}
+        blocking = {"wait_ro": self.wait_ro, "replication_restart": self.replication_restart,
+                    "clear_synchro_queue": self.clear_synchro_queue}
         chunk = runtime.load(read_source("box/ctl.lua"), "@box/ctl.lua")
         self.lua = chunk(runtime.table(blocking), runtime.wait, box_table)
 
     def wait_ro(self, want_ro: bool, timeout: float | None) -> None:
         self.storage.box.wait_ro(bool(want_ro), timeout)
+
+    def clear_synchro_queue(self) -> None:
+        box_clear_synchro_queue(self.storage.box)
 
     def replication_restart(self, peer: Any = None) -> int:
         """Start again every applier in `stopped` state (or the one to `peer`)."""

@@ -5,6 +5,7 @@ box.info's fields come from Box.info(), completed with what 2.6.0 also shows
 """
 from __future__ import annotations
 
+from spindle.core.box.limbo_txn import synchro_info
 from spindle.core.replication.replica import ApplierState, RelayState
 
 from ..runtime import read_source
@@ -35,6 +36,7 @@ class InfoApi:
         info.setdefault("package", "Tarantool")
         info["replication"] = replication_info(box)
         info["replication_anon"] = {"count": len(box.replicaset.anon_replicas())}
+        info["synchro"] = synchro_info(box)      # the 2.7.3+ field
         return info
 
     def replication_anon(self) -> dict:

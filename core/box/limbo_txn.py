@@ -1,0 +1,269 @@
+"""The limbo (limbo.py) wired into one box: fibers, the WAL, transactions, recovery.
+
+* Commit (txn_commit of the seed): a transaction that changes an `is_sync` space
+  enters the limbo with WAIT_SYNC|WAIT_ACK before its WAL write; one committed while
+  the queue is not empty enters with WAIT_SYNC only. After the write the committing
+  fiber counts its own ACK and waits in `txn_limbo_wait_complete`. The wait cannot
+  be cancelled: the rows are in the WAL already and only CONFIRM/ROLLBACK decide.
+* Replica (txn_commit_try_async): replicated transactions enter with their
+  master's id and LSN, before their asynchronous write; CONFIRM/ROLLBACK rows from
+  the master are applied when they arrive (`apply_synchro_row`), before their own
+  write, as 2.6.0's applier does.
+* Recovery: xlog transactions enter the limbo the same way, CONFIRM/ROLLBACK rows in
+  the xlog decide them; what stays undecided stays in the limbo after the restart.
+  An owner's entries found in its own WAL have its own ACK (their rows are on its
+  disk) and are confirmed as soon as the quorum is there again.
+* A rolled-back transaction is undone in the engine at once (newest first) and its
+  rows, in the WAL already, are cancelled by the ROLLBACK row that follows them.
+* Checkpoints: limbo_checkpoint.py.
+"""
+from __future__ import annotations
+
+import collections
+from typing import Any
+
+from spindle.core import log
+from spindle.core.iproto.constants import GroupId, is_synchro
+from spindle.core.iproto.errors import ClientError, ErrorCode, FiberIsCancelled
+from spindle.core.iproto.xrow import XRow, decode_synchro_body, synchro_row
+
+from .limbo import LimboEntry, TxnLimbo
+from .limbo_quorum import synchro_quorum
+
+DEFAULT_SYNCHRO_TIMEOUT = 5.0
+
+
+class LimboWaiters:
+    """The limbo's wait_cond. Unlike fiber.cond, a wait here ignores cancellation
+    (fiber_set_cancellable(false) in the seed): a committer cannot give up on rows
+    that are in the WAL already — unless the whole process is exiting."""
+
+    def __init__(self, sched):
+        self.sched = sched
+        self._waiters: collections.deque = collections.deque()
+
+    def wait(self, timeout: float | None) -> bool:
+        me = self.sched.current
+        self._waiters.append(me)
+        try:
+            woken = self.sched.wait(timeout)
+        finally:
+            try:
+                self._waiters.remove(me)
+            except ValueError:
+                pass
+        if me.cancelled and getattr(self.sched, "_stopping", False):
+            # The process is exiting (the scheduler cancels every fiber): give up
+            # instead of holding the exit; the restart finds the rows in the limbo.
+            raise FiberIsCancelled()
+        return woken
+
+    def broadcast(self) -> None:
+        waiters, self._waiters = self._waiters, collections.deque()
+        for fiber in waiters:
+            self.sched.wakeup(fiber)
+
+
+# ---------------------------------------------------------------- options
+
+def synchro_quorum_of(box) -> int:
+    """replication_synchro_quorum in force (a formula counts `_cluster`)."""
+    value = box.cfg.get("replication_synchro_quorum", 1) if box.cfg else 1
+    return synchro_quorum(1 if value is None else value, len(box.schema.cluster))
+
+
+def synchro_timeout_of(box) -> float:
+    value = box.cfg.get("replication_synchro_timeout") if box.cfg else None
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return DEFAULT_SYNCHRO_TIMEOUT
+    return value if value > 0 else DEFAULT_SYNCHRO_TIMEOUT
+
+
+# ------------------------------------------------------------------ setup
+
+def make_limbo(box) -> TxnLimbo:
+    waiters = LimboWaiters(box.sched)
+    return TxnLimbo(
+        instance_id=lambda: box.instance_id,
+        quorum=lambda: synchro_quorum_of(box),
+        synchro_timeout=lambda: synchro_timeout_of(box),
+        clock=box.sched.clock,
+        wait=waiters.wait,
+        broadcast=waiters.broadcast,
+        write_synchro=lambda kind, owner, lsn: write_synchro(box, kind, owner, lsn),
+        on_complete=lambda entry: on_entry_complete(box, entry))
+
+
+def install_limbo(box) -> None:
+    """Box.__init__: the limbo and its hooks (the replica set's ACKs, `_cluster`
+    changes for a formula quorum). The commit path is installed with the WAL."""
+    from spindle.core.replication.synchro import limbo_on_relay_ack
+    from .limbo_checkpoint import CheckpointGate
+    box.limbo = make_limbo(box)
+    box.checkpoint_gate = CheckpointGate(box.sched)
+    box.replicaset.on_relay_ack.append(
+        lambda replica, vclock: limbo_on_relay_ack(box, replica, vclock))
+    box.schema.on_cluster_change.append(lambda *_: _on_cluster_change(box))
+
+
+def _on_cluster_change(box) -> None:
+    """A formula quorum follows the replica count (2.7+); this runs inside a
+    `_cluster` trigger, so the (maybe blocking) re-check gets a fiber of its own."""
+    if not isinstance(box.cfg.get("replication_synchro_quorum") if box.cfg else None,
+                      (str, bytes)):
+        return
+    if box.wal is None or not box.limbo.queue:
+        return
+    box.sched.spawn(box.limbo.txn_limbo_on_parameters_change, name="synchro_quorum")
+
+
+def on_synchro_option_changed(box) -> None:
+    """box.cfg changed replication_synchro_quorum/_timeout (may write CONFIRM)."""
+    if box.wal is not None:
+        box.limbo.txn_limbo_on_parameters_change()
+
+
+# ------------------------------------------------------------- I/O for it
+
+def write_synchro(box, kind: int, owner_id: int, lsn: int) -> None:
+    """txn_limbo_write_synchro: the row goes to the WAL directly, read-only or not
+    (the limbo owner must be able to finish what it started)."""
+    if box.wal is None:
+        raise ClientError(ErrorCode.ER_WAL_IO)
+    box.wal.write([synchro_row(kind, owner_id, lsn)])
+
+
+def on_entry_complete(box, entry: LimboEntry) -> None:
+    """txn_complete_success / txn_complete_fail. A committed entry's transaction
+    is finished by its own committer (or was committed by its asynchronous write:
+    replicated and recovered ones); a rolled-back one is undone here and now, so
+    the undo goes newest first across the whole queue."""
+    if entry.is_rollback and entry.txn is not None:
+        box.engine.txns.rollback_sync(entry.txn)
+
+
+# ------------------------------------------------------------ local commit
+
+def _limbo_lsn(rows: list[XRow]) -> int:
+    """The transaction's LSN in the limbo: its last row of the owner's component
+    (rows of local spaces count in component 0)."""
+    for row in reversed(rows):
+        if row.group_id != GroupId.LOCAL:
+            return row.lsn
+    return rows[-1].lsn
+
+
+def limbo_commit(box, txn: Any, rows: list[XRow]) -> None:
+    """TxnManager.limbo_commit: txn_commit's journal write with the limbo around it.
+    Raises the journal's error, ER_SYNC_QUORUM_TIMEOUT or ER_SYNC_ROLLBACK (the
+    transaction is undone by then)."""
+    limbo = box.limbo
+    is_sync = txn.is_sync
+    if box.checkpoint_gate.closed and (is_sync or limbo.queue):
+        box.checkpoint_gate.pass_()       # a checkpoint is draining the limbo
+    if not is_sync and not limbo.queue:
+        box.journal_write(rows)
+        return
+    entry = limbo.txn_limbo_append(0, txn, wait_ack=is_sync)
+    try:
+        box.journal_write(rows)
+    except BaseException:
+        limbo.txn_limbo_abort(entry)
+        raise
+    if entry.is_rollback:
+        # A rollback took it while it was being written; it is undone already.
+        raise ClientError(ErrorCode.ER_SYNC_ROLLBACK)
+    if entry.wait_ack:
+        lsn = _limbo_lsn(rows)
+        limbo.txn_limbo_assign_local_lsn(entry, lsn)
+        limbo.txn_limbo_ack(limbo.owner_id, lsn)    # the own WAL write: the first ACK
+    limbo.txn_limbo_wait_complete(entry)
+
+
+# ------------------------------------------------------------ replica side
+
+def _enter(box, txn: Any, rows: list[XRow]) -> LimboEntry | None:
+    """Queue a transaction whose rows come with their LSNs (a master's, or the
+    WAL's at recovery): synchronous, or behind a non-empty queue."""
+    limbo = box.limbo
+    if all(is_synchro(row.type) for row in rows):
+        return None
+    is_sync = txn.is_sync
+    if not is_sync and not limbo.queue:
+        return None
+    origin = next((row.replica_id for row in rows if row.group_id != GroupId.LOCAL),
+                  rows[0].replica_id)
+    entry = limbo.txn_limbo_append(origin, txn, wait_ack=is_sync)
+    if is_sync:
+        limbo.txn_limbo_assign_lsn(entry, _limbo_lsn(rows))
+    return entry
+
+
+def limbo_enter_replicated(box, txn: Any, rows: list[XRow]) -> None:
+    """applier_apply_tx, before the asynchronous write (txn_commit_try_async).
+    Raises ER_UNCOMMITTED_FOREIGN_SYNC_TXNS / ER_SYNC_ROLLBACK: the caller rolls the
+    transaction back. During JOIN (no WAL yet) the rows are a snapshot's history
+    and nothing waits."""
+    if box.wal is None:
+        return
+    entry = _enter(box, txn, rows)
+    if entry is None:
+        return
+    limbo = box.limbo
+
+    def on_write_failed(txn_) -> None:
+        if not txn_.sync_rollback:
+            limbo.txn_limbo_abort(entry)
+    txn.on_rollback.add(on_write_failed)
+
+
+def apply_synchro_row(box, row: XRow) -> None:
+    """A CONFIRM/ROLLBACK from the master: decide the pending transactions now
+    (must not yield: it runs inside the applier's transaction). Raises
+    ER_SYNC_MASTER_MISMATCH for a foreign owner's pending entries."""
+    if box.wal is None:
+        return                  # final JOIN rows: the snapshot has the outcome
+    request = decode_synchro_body(row.body)
+    box.limbo.txn_limbo_process(row.type, request.replica_id, request.lsn)
+
+
+# --------------------------------------------------------------- recovery
+
+def recover_synchro_row(box, row: XRow) -> None:
+    """A CONFIRM/ROLLBACK read from the xlog. The WAL is the truth of the past: a
+    row that matches nothing is logged, not fatal."""
+    request = decode_synchro_body(row.body)
+    try:
+        box.limbo.txn_limbo_process(row.type, request.replica_id, request.lsn)
+    except ClientError as exc:
+        log.warn("recovery: ignoring a synchro row {%d: %d}: %s", row.replica_id, row.lsn,
+                 exc.message)
+
+
+def recover_tx(box, txn: Any, rows: list[XRow]) -> None:
+    """A recovered xlog transaction: into the limbo as at its first commit."""
+    try:
+        _enter(box, txn, rows)
+    except ClientError as exc:
+        log.warn("recovery: transaction {%d: %d} left out of the limbo: %s",
+                 rows[-1].replica_id, rows[-1].lsn, exc.message)
+
+
+def limbo_after_recovery(box) -> None:
+    """The WAL runs: entries of this instance found in its WAL count its ACK, and
+    are confirmed at once if that is a quorum (quorum 1)."""
+    limbo = box.limbo
+    own = box.instance_id
+    if not limbo.queue or not own or limbo.owner_id != own:
+        return
+    log.info("%d synchronous transactions of this instance are not confirmed yet",
+             sum(1 for entry in limbo.queue if entry.wait_ack))
+    limbo.count_own_write(box.vclock.get(own))
+    limbo.txn_limbo_on_parameters_change()
+
+
+def synchro_info(box) -> dict:
+    """box.info.synchro: {queue = {owner, len}, quorum} (the 2.7.3+ shape)."""
+    return {"queue": box.limbo.info(), "quorum": synchro_quorum_of(box)}

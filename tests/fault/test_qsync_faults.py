@@ -1,0 +1,131 @@
+"""Synchronous replication under crashes (real Spindle processes, kill -9):
+
+* the master dies after its WAL write and before the CONFIRM: after the restart the
+  limbo holds the transaction (visible, not confirmed: asynchronous writes wait
+  behind it) and box.ctl.clear_synchro_queue() decides it — or the replica's ACK does,
+  when it comes back with the row;
+* the replica is restarted (cleanly and with kill -9) while the master commits a
+  stream of synchronous writes: every write that returned is everywhere, every one
+  that failed is nowhere.
+The long randomized history is test_qsync_history.py.
+"""
+from __future__ import annotations
+
+from ..integration.cluster import Cluster, same_vclocks, wait_for
+from .qsync_support import (
+    start_master, start_replica, synchro_queue_len, synchro_rows, wait_downstream,
+    wait_follow,
+)
+
+PENDING_INSERT = """local key = ...
+    require('fiber').create(function() pcall(box.space.sync.insert, box.space.sync, {key}) end)"""
+
+
+def wait_lsn(node, lsn: int) -> None:
+    wait_for(lambda: node.vclock().get(1, 0) >= lsn, 10, f"LSN {lsn} in the WAL")
+
+
+def test_master_killed_before_confirm_then_clear_synchro_queue(tmp_path):
+    with Cluster(tmp_path) as cluster:
+        master = start_master(cluster, "spindle", quorum=2, timeout=60)
+        master.eval("box.schema.space.create('plain'):create_index('pk')")
+        lsn = master.vclock()[1] + 1
+        master.eval(PENDING_INSERT, 1)
+        wait_lsn(master, lsn)              # written, waiting for a quorum that never comes
+        master.kill()
+        master.start()
+        assert master.eval("return box.info.synchro.queue") == {"owner": 1, "len": 1}
+        assert master.select("sync") == [[1]]        # no isolation: visible, not confirmed
+        # an asynchronous write waits behind it
+        master.eval("""plain_result = nil
+            require('fiber').create(function()
+                local ok, err = pcall(box.space.plain.insert, box.space.plain, {1})
+                plain_result = ok and 'ok' or err.code
+            end)""")
+        assert master.eval("require('fiber').sleep(0.3) return plain_result") is None
+        master.eval("box.ctl.clear_synchro_queue()")
+        # no replica has the row: nothing reaches the quorum, everything is rolled back
+        assert synchro_queue_len(master) == 0
+        assert master.eval("return plain_result") == 217
+        assert master.select("sync") == [] and master.select("plain") == []
+        assert [row[0] for row in synchro_rows(master)] == ["ROLLBACK"]
+        assert synchro_rows(master)[0][3:] == (1, lsn)
+        master.restart()                   # the ROLLBACK recovers too
+        assert master.select("sync") == [] and synchro_queue_len(master) == 0
+        assert master.eval("box.cfg{replication_synchro_quorum = 1} "
+                           "return box.space.sync:insert{2}") == [2]
+
+
+def test_master_killed_before_confirm_then_the_replica_ack_confirms(tmp_path):
+    with Cluster(tmp_path) as cluster:
+        master = start_master(cluster, "spindle", quorum=3, timeout=60)
+        replica = start_replica(cluster, "spindle", master)
+        wait_downstream(master)
+        lsn = master.vclock()[1] + 1
+        master.eval(PENDING_INSERT, 1)
+        wait_for(lambda: replica.select("sync") == [[1]], 10, "the row on the replica")
+        assert synchro_queue_len(replica) == 1
+        master.kill()
+        master.cfg["replication_synchro_quorum"] = 2
+        master.start()
+        # the own write plus the replica's ACK on reconnection make the quorum
+        wait_for(lambda: synchro_queue_len(master) == 0, 20, "the CONFIRM")
+        wait_for(lambda: synchro_queue_len(replica) == 0, 20, "the CONFIRM on the replica")
+        assert master.select("sync") == replica.select("sync") == [[1]]
+        assert ("CONFIRM", 1) == synchro_rows(master)[-1][:2]
+        assert synchro_rows(master)[-1][3:] == (1, lsn)
+
+
+def test_replica_restarts_during_a_stream_of_sync_writes(tmp_path):
+    with Cluster(tmp_path) as cluster:
+        master = start_master(cluster, "spindle", quorum=2, timeout=0.5)
+        replica = start_replica(cluster, "spindle", master)
+        wait_downstream(master)
+        master.eval("""
+            history = {}
+            writer_stop = false
+            local fiber = require('fiber')
+            writer = fiber.new(function()
+                local key = 0
+                while not writer_stop do
+                    key = key + 1
+                    local ok = pcall(box.space.sync.insert, box.space.sync, {key})
+                    history[key] = ok
+                    if key % 20 == 0 then fiber.sleep(0.01) end
+                end
+            end)
+            writer:set_joinable(true)
+        """)
+
+        def committed():
+            return master.eval("local n = 0 for _, ok in pairs(history) do "
+                               "if ok then n = n + 1 end end return n")
+
+        for stop in (replica.stop, replica.kill, replica.stop):
+            before = committed()
+            wait_for(lambda: committed() > before + 50, 20, "writes going on")
+            stop()
+            replica.start()
+            wait_follow(replica)
+        before = committed()
+        wait_for(lambda: committed() > before + 50, 20, "writes after the last restart")
+        master.eval("writer_stop = true writer:join()")
+        wait_for(lambda: same_vclocks(master, replica), 30, "the replica to catch up")
+        check_history(master.eval("return history"), master, replica)
+
+
+def check_history(history, *nodes) -> None:
+    """Every acknowledged key is on every node, every failed key on none."""
+    if isinstance(history, dict):
+        outcome = {int(k): v for k, v in history.items()}
+    else:
+        outcome = {i + 1: v for i, v in enumerate(history)}
+    acked = {k for k, ok in outcome.items() if ok}
+    failed = {k for k, ok in outcome.items() if not ok}
+    assert acked, "nothing was committed"
+    for node in nodes:
+        keys = {row[0] for row in node.select("sync")}
+        assert acked <= keys, f"{node.name} lost {sorted(acked - keys)[:10]}"
+        assert not failed & keys, f"{node.name} shows failed {sorted(failed & keys)[:10]}"
+        assert synchro_queue_len(node) == 0
+

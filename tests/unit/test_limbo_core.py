@@ -1,0 +1,491 @@
+"""The limbo as a pure core (core/box/limbo.py), driven by a virtual-time simulation.
+
+Committers are greenlets of a tiny deterministic loop (`Sim`): time only moves when
+every fiber waits, so a scenario is a table of timed steps and its outcome — each
+transaction's result, the CONFIRM/ROLLBACK rows written, the order transactions were
+decided in — is exact. The committers run the real commit glue
+(`limbo_txn.limbo_commit`) over a fake box whose WAL assigns LSNs at once and
+finishes each write `wal_delay` later (so an ACK can arrive "before the write
+returns", the seed's first race).
+"""
+from __future__ import annotations
+
+import collections
+import heapq
+import itertools
+from dataclasses import dataclass, field
+
+import greenlet
+import pytest
+
+from spindle.core.box.limbo import CONFIRM, ROLLBACK, TxnLimbo, quorum_confirm_lsn
+from spindle.core.box.limbo_txn import LimboWaiters, limbo_commit
+from spindle.core.iproto.errors import ClientError, ErrorCode
+from spindle.core.iproto.xrow import XRow
+
+OWNER = 1
+TIMEOUT = ErrorCode.ER_SYNC_QUORUM_TIMEOUT
+ROLLED = ErrorCode.ER_SYNC_ROLLBACK
+
+
+# ------------------------------------------------------------------ the loop
+
+class SimFiber:
+    def __init__(self, sim, fn, name):
+        self.name = name
+        self.token = 0
+        self.woken = False
+        self.done = False
+        self.cancelled = False
+        self.g = greenlet.greenlet(self._main, parent=sim.hub)
+        self.fn = fn
+
+    def _main(self):
+        try:
+            self.fn()
+        finally:
+            self.done = True
+
+
+class Sim:
+    """Ready queue + timer heap on virtual time; the sched interface LimboWaiters
+    uses (current, wait, wakeup)."""
+
+    def __init__(self):
+        self.now = 0.0
+        self.hub = greenlet.getcurrent()
+        self.current = None
+        self._ready: collections.deque = collections.deque()
+        self._timers: list = []
+        self._seq = itertools.count()
+
+    def clock(self) -> float:
+        return self.now
+
+    def spawn(self, fn, name="fiber", at=0.0):
+        fiber = SimFiber(self, fn, name)
+        heapq.heappush(self._timers, (at, next(self._seq), fiber, None))
+        return fiber
+
+    def wait(self, timeout=None) -> bool:
+        fiber = self.current
+        fiber.token += 1
+        fiber.woken = False
+        if timeout is not None:
+            heapq.heappush(self._timers, (self.now + timeout, next(self._seq), fiber,
+                                          fiber.token))
+        self.hub.switch()
+        fiber.token += 1
+        return fiber.woken
+
+    def sleep(self, seconds: float) -> None:
+        deadline = self.now + seconds
+        while self.now < deadline:
+            self.wait(deadline - self.now)
+
+    def wakeup(self, fiber) -> None:
+        if fiber not in self._ready:
+            fiber.woken = True
+            self._ready.append(fiber)
+
+    def _switch(self, fiber) -> None:
+        self.current = fiber
+        fiber.g.switch()
+        self.current = None
+
+    def run(self, until: float = 1000.0) -> None:
+        while True:
+            while self._ready:
+                fiber = self._ready.popleft()
+                if not fiber.done:
+                    self._switch(fiber)
+            if not self._timers:
+                return
+            when, _, fiber, token = heapq.heappop(self._timers)
+            if when > until:
+                return
+            if fiber.done or (token is not None and token != fiber.token):
+                continue
+            self.now = max(self.now, when)
+            fiber.woken = False
+            self._switch(fiber)
+
+
+# ----------------------------------------------------------- the fake box
+
+class FakeWal:
+    """LSNs of the owner's component at submit; the write returns `delay` later."""
+
+    def __init__(self, sim, delay):
+        self.sim = sim
+        self.delay = delay
+        self.lsn = 0
+        self.synchro: list[tuple[str, int, int]] = []   # (kind, body owner, body lsn)
+        self.fail_next = 0
+
+    def _write(self) -> int:
+        if self.fail_next:
+            self.fail_next -= 1
+            self.sim.sleep(self.delay)
+            raise ClientError(ErrorCode.ER_WAL_IO)
+        self.lsn += 1
+        lsn = self.lsn
+        self.sim.sleep(self.delay)
+        return lsn
+
+    def write_rows(self, rows):
+        lsn = self._write()
+        rows[-1].lsn = lsn
+
+    def write_synchro(self, kind, owner, lsn):
+        self._write()
+        self.synchro.append(("CONFIRM" if kind == CONFIRM else "ROLLBACK", owner, lsn))
+
+
+@dataclass
+class FakeTxn:
+    name: str
+    is_sync: bool
+
+
+@dataclass
+class FakeGate:
+    closed: bool = False
+
+
+@dataclass
+class FakeBox:
+    limbo: TxnLimbo
+    wal: FakeWal
+    checkpoint_gate: FakeGate = field(default_factory=FakeGate)
+
+    def journal_write(self, rows):
+        self.wal.write_rows(rows)
+
+
+@dataclass
+class World:
+    sim: Sim
+    wal: FakeWal
+    limbo: TxnLimbo
+    box: FakeBox
+    cfg: dict
+    decided: list = field(default_factory=list)      # (txn name, "commit"/"rollback")
+    results: dict = field(default_factory=dict)      # txn name -> "ok" or error code
+    finished_at: dict = field(default_factory=dict)
+
+
+def make_world(quorum=2, timeout=5.0, wal_delay=1.0, instance_id=OWNER) -> World:
+    sim = Sim()
+    wal = FakeWal(sim, wal_delay)
+    cfg = {"quorum": quorum, "timeout": timeout}
+    waiters = LimboWaiters(sim)
+    world_ref: list[World] = []
+
+    def on_complete(entry):
+        world_ref[0].decided.append(
+            (entry.txn.name, "commit" if entry.is_commit else "rollback"))
+
+    limbo = TxnLimbo(instance_id=lambda: instance_id, quorum=lambda: cfg["quorum"],
+                     synchro_timeout=lambda: cfg["timeout"], clock=sim.clock,
+                     wait=waiters.wait, broadcast=waiters.broadcast,
+                     write_synchro=wal.write_synchro, on_complete=on_complete)
+    world = World(sim, wal, limbo, FakeBox(limbo, wal), cfg)
+    world_ref.append(world)
+    return world
+
+
+# ------------------------------------------------------------------ steps
+
+def commit(at, name, sync=True):
+    def step(world):
+        def body():
+            txn = FakeTxn(name, sync)
+            try:
+                limbo_commit(world.box, txn, [XRow(type=2)])
+                world.results[name] = "ok"
+            except ClientError as exc:
+                world.results[name] = exc.code
+            world.finished_at[name] = world.sim.now
+        world.sim.spawn(body, name, at)
+    return step
+
+
+def event(at, action):
+    def step(world):
+        world.sim.spawn(lambda: action(world), "event", at)
+    return step
+
+
+def ack(at, replica_id, lsn):
+    return event(at, lambda w: w.limbo.txn_limbo_ack(replica_id, lsn))
+
+
+def set_cfg(at, **values):
+    def action(world):
+        world.cfg.update(values)
+        world.limbo.txn_limbo_on_parameters_change()
+    return event(at, action)
+
+
+def run(world, *steps, until=1000.0):
+    for step in steps:
+        step(world)
+    world.sim.run(until)
+    return world
+
+
+# ------------------------------------------------------------ scenarios
+
+@dataclass
+class Scenario:
+    name: str
+    steps: list
+    results: dict
+    synchro: list
+    decided: list | None = None
+    quorum: int = 2
+    timeout: float = 5.0
+
+
+SCENARIOS = [
+    Scenario("quorum 1: the own write is the quorum",
+             [commit(0, "s1")], {"s1": "ok"}, [("CONFIRM", OWNER, 1)], quorum=1),
+    Scenario("master's write finishes first, the replica ACKs later",
+             [commit(0, "s1"), ack(3.0, 2, 1)], {"s1": "ok"}, [("CONFIRM", OWNER, 1)]),
+    Scenario("early ACK: the replica ACKs before the master's write returns",
+             [commit(0, "s1"), ack(0.5, 2, 1)], {"s1": "ok"}, [("CONFIRM", OWNER, 1)]),
+    Scenario("no ACK: timeout, ROLLBACK of the entry",
+             [commit(0, "s1")], {"s1": TIMEOUT}, [("ROLLBACK", OWNER, 1)],
+             [("s1", "rollback")]),
+    Scenario("cascading rollback: the first timeout takes everything after it, newest first",
+             [commit(0, "s1"), commit(0.1, "s2"), commit(0.2, "s3"),
+              commit(0.3, "a4", sync=False)],
+             {"s1": TIMEOUT, "s2": ROLLED, "s3": ROLLED, "a4": ROLLED},
+             [("ROLLBACK", OWNER, 1)],
+             [("a4", "rollback"), ("s3", "rollback"), ("s2", "rollback"),
+              ("s1", "rollback")]),
+    Scenario("async behind sync waits for its CONFIRM",
+             [commit(0, "s1"), commit(0.1, "a2", sync=False), ack(3.0, 2, 1)],
+             {"s1": "ok", "a2": "ok"}, [("CONFIRM", OWNER, 1)],
+             [("s1", "commit"), ("a2", "commit")]),
+    Scenario("async with an empty limbo does not wait",
+             [commit(0, "a1", sync=False)], {"a1": "ok"}, [], []),
+    Scenario("one ACK covering ten entries: one CONFIRM",
+             [commit(0.01 * i, f"s{i}") for i in range(1, 11)] + [ack(3.0, 2, 10)],
+             {f"s{i}": "ok" for i in range(1, 11)}, [("CONFIRM", OWNER, 10)]),
+    Scenario("ACKs of two replicas: quorum 3 needs both",
+             [commit(0, "s1"), commit(0, "s2"), ack(2.0, 2, 2), ack(2.5, 3, 1)],
+             {"s1": "ok", "s2": TIMEOUT}, [("CONFIRM", OWNER, 1), ("ROLLBACK", OWNER, 2)],
+             quorum=3),
+    Scenario("a CONFIRM being written when the timeout fires wins",
+             [commit(0, "s1"), ack(5.5, 2, 1)], {"s1": "ok"}, [("CONFIRM", OWNER, 1)]),
+    Scenario("timed out behind a confirmed entry: rolls back once it is first",
+             [commit(0, "s1"), commit(0.1, "s2"), ack(5.9, 2, 1)],
+             {"s1": "ok", "s2": TIMEOUT}, [("CONFIRM", OWNER, 1), ("ROLLBACK", OWNER, 2)],
+             [("s1", "commit"), ("s2", "rollback")]),
+    Scenario("the quorum lowered by box.cfg confirms what has it",
+             [commit(0, "s1"), ack(2.0, 2, 1), set_cfg(3.0, quorum=2)],
+             {"s1": "ok"}, [("CONFIRM", OWNER, 1)], quorum=3),
+    Scenario("the timeout shortened by box.cfg applies to waiting entries",
+             [commit(0, "s1"), set_cfg(2.0, timeout=0.5)],
+             {"s1": TIMEOUT}, [("ROLLBACK", OWNER, 1)], timeout=100.0),
+]
+
+
+@pytest.mark.parametrize("case", SCENARIOS, ids=lambda case: case.name)
+def test_scenario(case):
+    world = run(make_world(case.quorum, case.timeout), *case.steps)
+    assert world.results == case.results
+    assert world.wal.synchro == case.synchro
+    if case.decided is not None:
+        assert world.decided == case.decided
+    assert world.limbo.txn_limbo_is_empty()
+
+
+def test_early_ack_is_counted_when_the_lsn_arrives():
+    world = make_world(quorum=2, wal_delay=1.0)
+    run(world, commit(0, "s1"), ack(0.5, 2, 1))
+    # confirmed right after the master's write (t=1) plus one CONFIRM write
+    assert world.finished_at["s1"] == pytest.approx(2.0)
+    assert world.limbo.vclock == {2: 1, OWNER: 1}
+
+
+def test_async_behind_sync_finishes_only_after_the_confirm():
+    world = run(make_world(), commit(0, "s1"), commit(0.1, "a2", sync=False),
+                ack(3.0, 2, 1))
+    assert world.finished_at["a2"] >= 3.0
+
+
+def test_timeout_is_measured_after_the_write():
+    world = run(make_world(quorum=2, timeout=5.0, wal_delay=1.0), commit(0, "s1"))
+    # write 0..1, wait 1..6, ROLLBACK write 6..7
+    assert world.finished_at["s1"] == pytest.approx(7.0)
+    assert world.limbo.rollback_count == 1
+
+
+def test_confirms_are_batched_while_one_is_written():
+    # quorum 1: every committer acks itself; the ones acking while the first CONFIRM
+    # is written are covered by one more CONFIRM, not one each
+    world = run(make_world(quorum=1), *[commit(0, f"s{i}") for i in range(1, 21)])
+    assert all(result == "ok" for result in world.results.values())
+    assert [row[0] for row in world.wal.synchro] == ["CONFIRM", "CONFIRM"]
+    assert world.wal.synchro[-1] == ("CONFIRM", OWNER, 20)
+
+
+def test_wal_error_aborts_the_entry():
+    world = make_world()
+    world.wal.fail_next = 1
+    run(world, commit(0, "s1"))
+    assert world.results == {"s1": ErrorCode.ER_WAL_IO}
+    assert world.limbo.txn_limbo_is_empty() and world.wal.synchro == []
+    assert world.limbo.rollback_count == 1
+
+
+def test_nothing_enters_the_limbo_while_a_rollback_is_written():
+    world = make_world(timeout=1.0, wal_delay=1.0)
+    # s1: write 0..1, timeout at 2, ROLLBACK written 2..3; s2 commits at 2.5
+    run(world, commit(0, "s1"), commit(2.5, "s2"))
+    assert world.results == {"s1": TIMEOUT, "s2": ROLLED}
+    assert world.wal.lsn == 2          # s2 never reached the WAL
+
+
+def test_wait_confirm_for_join():
+    outcomes = {}
+
+    def joiner(world):
+        try:
+            world.limbo.txn_limbo_wait_confirm()
+            outcomes[world.sim.now] = "ok"
+        except ClientError as exc:
+            outcomes[world.sim.now] = exc.code
+
+    run(make_world(), commit(0, "s1"), event(1.5, joiner), ack(3.0, 2, 1))
+    assert list(outcomes.values()) == ["ok"]
+    outcomes.clear()
+    # the committer's timeout comes first (write done at 0.1, ROLLBACK at 5.1..5.2)
+    run(make_world(timeout=5.0, wal_delay=0.1), commit(0, "s1"), event(0.5, joiner))
+    assert list(outcomes.values()) == [ROLLED]
+    outcomes.clear()
+    # the joiner's own timeout comes first (at 5.5; the committer's at 6)
+    run(make_world(timeout=5.0), commit(0, "s1"), event(0.5, joiner))
+    assert list(outcomes.values()) == [TIMEOUT]
+
+
+# ------------------------------------------------ replica side, no fibers
+
+def replica_limbo(instance_id=2):
+    decided, written = [], []
+    limbo = TxnLimbo(instance_id=lambda: instance_id, quorum=lambda: 2,
+                     synchro_timeout=lambda: 5.0, clock=lambda: 0.0,
+                     wait=lambda timeout: False, broadcast=lambda: None,
+                     write_synchro=lambda kind, owner, lsn: written.append((kind, owner, lsn)),
+                     on_complete=lambda e: decided.append(
+                         (e.txn, "commit" if e.is_commit else "rollback")))
+    return limbo, decided, written
+
+
+def master_entries(limbo, *spec):
+    """Replicated transactions of master 1: ("s", lsn) sync, ("a", lsn) async."""
+    entries = []
+    for kind, lsn in spec:
+        entry = limbo.txn_limbo_append(1, f"{kind}{lsn}", wait_ack=kind == "s")
+        if kind == "s":
+            limbo.txn_limbo_assign_lsn(entry, lsn)
+        entries.append(entry)
+    return entries
+
+
+def test_replica_confirm_commits_up_to_its_lsn_and_the_async_between():
+    limbo, decided, _ = replica_limbo()
+    master_entries(limbo, ("s", 5), ("a", 6), ("s", 7))
+    limbo.txn_limbo_process(CONFIRM, 1, 5)
+    assert decided == [("s5", "commit"), ("a6", "commit")]
+    assert limbo.len == 1 and limbo.confirmed_lsn == 5
+    limbo.txn_limbo_process(ROLLBACK, 1, 7)
+    assert decided[-1] == ("s7", "rollback") and limbo.txn_limbo_is_empty()
+
+
+def test_replica_rollback_undoes_newest_first():
+    limbo, decided, _ = replica_limbo()
+    master_entries(limbo, ("s", 5), ("a", 6), ("s", 7))
+    limbo.txn_limbo_process(ROLLBACK, 1, 5)
+    assert decided == [("s7", "rollback"), ("a6", "rollback"), ("s5", "rollback")]
+
+
+def test_replica_rollback_keeps_what_is_before_its_lsn():
+    limbo, decided, _ = replica_limbo()
+    master_entries(limbo, ("s", 5), ("a", 6), ("s", 7))
+    limbo.txn_limbo_process(ROLLBACK, 1, 7)
+    assert decided == [("s7", "rollback")] and limbo.len == 2
+
+
+def test_foreign_owner_errors():
+    limbo, _, _ = replica_limbo(instance_id=2)
+    master_entries(limbo, ("s", 5))
+    with pytest.raises(ClientError) as err:
+        limbo.txn_limbo_append(0, "local", wait_ack=False)      # a local write on replica 2
+    assert err.value.code == ErrorCode.ER_UNCOMMITTED_FOREIGN_SYNC_TXNS
+    assert err.value.message == "Found uncommitted sync transactions from other instance with id 1"
+    with pytest.raises(ClientError) as err:
+        limbo.txn_limbo_process(CONFIRM, 3, 5)
+    assert err.value.code == ErrorCode.ER_SYNC_MASTER_MISMATCH
+    assert err.value.message == "CONFIRM message arrived for an unknown master id 3, expected 1"
+    assert limbo.len == 1
+
+
+def test_foreign_confirm_with_nothing_pending_is_ignored():
+    limbo, decided, _ = replica_limbo()
+    limbo.txn_limbo_process(CONFIRM, 3, 5)
+    assert decided == [] and limbo.owner_id == 0
+
+
+def test_owner_changes_when_the_queue_is_empty():
+    limbo, _, _ = replica_limbo(instance_id=2)
+    entry, = master_entries(limbo, ("s", 5))
+    limbo.txn_limbo_process(CONFIRM, 1, 5)
+    assert entry.is_commit and limbo.confirmed_lsn == 5
+    limbo.txn_limbo_append(0, "own", wait_ack=True)
+    assert limbo.owner_id == 2 and limbo.confirmed_lsn == 0
+
+
+def test_an_entry_getting_its_lsn_after_a_confirm_covering_it():
+    """Two writes done, the second committer runs first and its CONFIRM is written
+    before the first one's fiber assigns its LSN: the CONFIRM covers it."""
+    limbo, decided, written = replica_limbo(instance_id=1)
+    first = limbo.txn_limbo_append(0, "s1", wait_ack=True)
+    second = limbo.txn_limbo_append(0, "s2", wait_ack=True)
+    limbo.txn_limbo_assign_local_lsn(second, 2)
+    limbo.txn_limbo_ack(1, 2)
+    limbo.txn_limbo_ack(2, 2)
+    assert written == [(CONFIRM, 1, 2)] and decided == []
+    limbo.txn_limbo_assign_local_lsn(first, 1)
+    assert decided == [("s1", "commit"), ("s2", "commit")]
+
+
+def test_force_empty_confirms_the_quorum_part_and_rolls_back_the_rest():
+    limbo, decided, written = replica_limbo(instance_id=2)
+    master_entries(limbo, ("s", 1), ("s", 2), ("a", 3), ("s", 4))
+    limbo.txn_limbo_force_empty(2)
+    assert written == [(CONFIRM, 1, 2), (ROLLBACK, 1, 4)]
+    assert decided == [("s1", "commit"), ("s2", "commit"), ("a3", "commit"),
+                       ("s4", "rollback")]
+
+
+def test_recovered_own_entries_count_the_own_write():
+    limbo, decided, written = replica_limbo(instance_id=1)
+    entry = limbo.txn_limbo_append(1, "s8", wait_ack=True)
+    limbo.txn_limbo_assign_lsn(entry, 8)
+    limbo.count_own_write(9)
+    limbo.txn_limbo_on_parameters_change()          # quorum 2: one ACK is not enough
+    assert written == []
+    limbo.txn_limbo_ack(2, 8)
+    assert written == [(CONFIRM, 1, 8)] and decided == [("s8", "commit")]
+
+
+@pytest.mark.parametrize("lsns, quorum, expected", [
+    ([5], 1, 5), ([5], 2, 0), ([3, 5], 2, 3), ([7, 3, 5], 2, 5), ([7, 3, 5], 3, 3),
+    ([], 1, 0),
+])
+def test_quorum_confirm_lsn(lsns, quorum, expected):
+    assert quorum_confirm_lsn(lsns, quorum) == expected
