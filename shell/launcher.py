@@ -17,6 +17,7 @@ from spindle.lua.instance import Instance
 
 from .link import TxLink
 from .recovery_bar import RecoveryBar
+from .spark_progress import SparkProgressBar
 
 
 class Launcher:
@@ -30,6 +31,8 @@ class Launcher:
         storage = self.instance.storage
         storage.recovery_progress_hooks.append(self._recovery_bar)
         storage.box.on_recovery_progress.append(self._recovery_bar)
+        self._spark_bar = SparkProgressBar()
+        storage.spark.progress_hooks.append(self._spark_bar)
 
     def run(self) -> int:
         status = 0
@@ -60,11 +63,17 @@ class Launcher:
 
     def _stop_box(self) -> None:
         """Close the WAL (EOF marker, the next xlog named by the final vclock) and
-        stop the checkpoint daemon once no fiber can write any more."""
+        stop the checkpoint daemon once no fiber can write any more; then end
+        box.spark's jobs, SparkSession and JVM (spark.stop() alone leaves the JVM)."""
         try:
             self.instance.storage.stop()
         except Exception as exc:   # noqa: BLE001 - exiting anyway
             print(f"error while stopping the box: {exc}", file=sys.stderr)
+        try:
+            self.instance.storage.spark.shutdown()
+            self._spark_bar.close()
+        except Exception as exc:   # noqa: BLE001 - exiting anyway
+            print(f"error while stopping Spark: {exc}", file=sys.stderr)
 
     def _main(self) -> None:
         for chunk in self.chunks:

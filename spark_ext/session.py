@@ -12,6 +12,7 @@ Facts this follows (measured with pyspark 4.3 on this machine, see issue 6):
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 import tempfile
@@ -25,6 +26,14 @@ appender.console.name = console
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = error
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = error
+logger.executor.name = org.apache.spark.executor.Executor
+logger.executor.level = fatal
+logger.tasks.name = org.apache.spark.scheduler.TaskSetManager
+logger.tasks.level = fatal
 """
 
 
@@ -37,8 +46,11 @@ def prepare_environment() -> None:
 
 def _log4j_file() -> str:
     """Spark's own log4j profile prints INFO/WARN lines on every start; a
-    console tool wants errors only."""
-    path = os.path.join(tempfile.gettempdir(), f"spindle-spark-log4j2-{os.getuid()}.properties")
+    console tool wants errors only. Failed tasks are not logged: their error
+    reaches the caller as the job's error (no JVM stack over the console)."""
+    digest = hashlib.sha1(_LOG4J.encode()).hexdigest()[:8]     # a new text, a new file
+    path = os.path.join(tempfile.gettempdir(),
+                        f"spindle-spark-log4j2-{os.getuid()}-{digest}.properties")
     if not os.path.exists(path):
         tmp = f"{path}.{os.getpid()}"
         with open(tmp, "w") as f:
@@ -74,15 +86,33 @@ def start_session(master: str = DEFAULT_MASTER, conf: dict[str, str] | None = No
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    _quiet_python_loggers()
     register(spark)
     return spark
 
 
-def stop_session(spark, timeout: float = 30.0) -> None:
-    """Stop Spark and end the JVM this process launched."""
+def _quiet_python_loggers() -> None:
+    """pyspark logs every failed query with its whole JVM stack (JSON on
+    stderr) before raising it; callers report the error themselves."""
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:
+        return
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).disabled = True
+
+
+def stop_session(spark, timeout: float = 30.0, *, jvm: bool = True) -> None:
+    """Stop Spark (`spark` may be None) and, with `jvm`, end the JVM this
+    process launched. Without `jvm` the gateway stays and the next session
+    starts in the same JVM (seconds faster); settings of the driver JVM itself
+    (spark.driver.memory, extraJavaOptions) then keep their old values."""
     from pyspark import SparkContext
+    if spark is not None:
+        spark.stop()
+    if not jvm:
+        return
     gateway = SparkContext._gateway
-    spark.stop()
     if gateway is None:
         return
     proc = getattr(gateway, "proc", None)

@@ -10,14 +10,27 @@ Options:
   batch_rows  rows per Arrow batch (default 8192)
   json        "false" leaves the *_json columns null (faster)
   exclude     JSON list of file paths not to read (the Parquet mirror's files)
+  pushdown    "false": take no filters (Spark applies them all after the scan)
 
-Everything below the Spark surface is in plan.py / scan.py (no pyspark there).
+Streaming (`spark.readStream.format("xlog").load(wal_dir)`) tails a live WAL
+directory; options `startingOffsets` ("latest", the default, or "earliest"),
+`batch_rows`, `json`. Offsets and their guarantees: stream.py.
+
+Everything below the Spark surface is in plan.py / scan.py / stream.py (no
+pyspark there).
 The reader object is pickled from the planner to every task, so it holds only
 plain data: options and pushed conditions as (column, op, value) tuples.
 
 Filter pushdown needs `spark.sql.python.filterPushdown.enabled=true`; pyspark
 refuses to run a reader that implements pushFilters without it, so
 `register()` sets it.
+
+A caveat of pyspark 4.3 (measured): Spark keeps the planned reader of a
+Python source — its files and pushed filters — on the relation and reuses it
+for every later scan of that DataFrame (or view): a second query over the same
+view, or the other side of a self-join, reads with the first plan's filters and
+silently loses rows. With pushdown, use a relation (a `load()`) for one query
+only, or pass `pushdown=false`; box.spark does (context.py).
 """
 from __future__ import annotations
 
@@ -25,13 +38,14 @@ import json
 from collections.abc import Iterator
 
 from pyspark.sql.datasource import (
-    DataSource, DataSourceReader, EqualTo, GreaterThan, GreaterThanOrEqual, In, InputPartition,
-    IsNotNull, LessThan, LessThanOrEqual,
+    DataSource, DataSourceReader, DataSourceStreamReader, EqualTo, GreaterThan,
+    GreaterThanOrEqual, In, InputPartition, IsNotNull, LessThan, LessThanOrEqual,
 )
 
 from .plan import DEFAULT_SPLIT_BYTES, plan_tasks
 from .rows import SPARK_DDL, RowFilter
 from .scan import DEFAULT_BATCH_ROWS, SNAP_KIND, XLOG_KIND, ScanTask, scan
+from .stream import START_LATEST, WalTail
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 _OPS = {EqualTo: "=", GreaterThan: ">", GreaterThanOrEqual: ">=", LessThan: "<",
@@ -66,9 +80,13 @@ class _Reader(DataSourceReader):
         self.batch_rows = int(options.get("batch_rows", DEFAULT_BATCH_ROWS))
         self.with_json = options.get("json", "true").lower() != "false"
         self.exclude = frozenset(json.loads(options.get("exclude", "[]")))
+        self.pushdown = options.get("pushdown", "true").lower() != "false"
         self.conditions: list[tuple] = []
 
     def pushFilters(self, filters):   # noqa: N802 (pyspark's name)
+        if not self.pushdown:
+            yield from filters
+            return
         for spark_filter in filters:
             condition = _condition(spark_filter)
             if condition is None:
@@ -92,6 +110,36 @@ class _Reader(DataSourceReader):
                     with_json=self.with_json)
 
 
+class _StreamReader(DataSourceStreamReader):
+    """Micro-batches of a live WAL directory (offsets: stream.py). Planning
+    runs on the driver and keeps the space-name cursor between batches; the
+    rows are read by the executors."""
+
+    def __init__(self, options: dict[str, str]):
+        path = options.get("path") or options.get("paths", "")
+        self.tail = WalTail(path, options.get("startingoffsets", START_LATEST))
+        self.batch_rows = int(options.get("batch_rows", DEFAULT_BATCH_ROWS))
+        self.with_json = options.get("json", "true").lower() != "false"
+
+    def initialOffset(self) -> dict:   # noqa: N802 (pyspark's names)
+        return self.tail.initial()
+
+    def latestOffset(self, start: dict | None = None, limit=None) -> dict:  # noqa: N802
+        return self.tail.latest()
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        return [TaskPartition(task) for task in self.tail.tasks(start, end)]
+
+    def read(self, partition: InputPartition) -> Iterator:
+        task = partition.value
+        if not isinstance(task, ScanTask):
+            return iter(())
+        return scan(task, batch_rows=self.batch_rows, with_json=self.with_json)
+
+    def commit(self, end: dict) -> None:
+        """Nothing to release: the WAL belongs to the instance (its GC)."""
+
+
 class XlogDataSource(DataSource):
     """Rows of .xlog files (WAL)."""
 
@@ -104,6 +152,9 @@ class XlogDataSource(DataSource):
 
     def reader(self, schema) -> DataSourceReader:
         return _Reader(XLOG_KIND, {k.lower(): v for k, v in self.options.items()})
+
+    def streamReader(self, schema) -> DataSourceStreamReader:   # noqa: N802
+        return _StreamReader({k.lower(): v for k, v in self.options.items()})
 
 
 class SnapDataSource(DataSource):

@@ -4,18 +4,25 @@ Prints rows/s of
   * a single-process MsgPack loop over the same blocks (decompressed; every
     header and body unpacked, nothing else: the floor any Python reader pays),
   * the pure decoder (spark_ext.scan) in one process, with and without the JSON
-    columns,
+    columns, and in one process per core (multiprocessing, no Spark),
   * Spark `SELECT space_name, type, count(*) FROM xlog GROUP BY 1, 2` through
-    the `xlog` source and through the Parquet mirror (warm: the second run of
-    each is timed), and the time compact() takes.
+    the `xlog` source (with and without the JSON columns) and through the
+    Parquet mirror (warm: the second run of each is timed), and the time
+    compact() takes;
+  * time to first result: a SparkSession started from nothing plus its first
+    query, and (`--server`, on by default) box.spark.sql in a fresh Spindle
+    instance: the first call (JVM start included), then warm calls.
 The data directory is generated (Spindle's XlogWriter, 2.6.0's block layout):
 a DDL row, then a mix of INSERT/REPLACE/UPDATE/DELETE/UPSERT over three spaces.
 """
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -27,6 +34,7 @@ from spindle.core.vclock import VClock
 from spindle.core.xlog.files import SyncPolicy, XlogWriter
 from spindle.core.xlog.format import XlogMeta
 
+from spindle.spark_ext.mirror import compact, mirror_dataframe
 from spindle.spark_ext.plan import plan_tasks
 from spindle.spark_ext.scan import EOF, TORN, XlogFile, read_block, scan
 
@@ -79,6 +87,15 @@ def msgpack_loop(data_dir: str) -> int:
     return rows
 
 
+def _task_rows(task) -> int:
+    return sum(b.num_rows for b in scan(task))
+
+
+def decoder_pool(tasks: list, processes: int) -> int:
+    with multiprocessing.get_context("fork").Pool(processes) as pool:
+        return sum(pool.map(_task_rows, tasks, chunksize=1))
+
+
 def timed(label: str, rows_expected: int, fn) -> float:
     start = time.perf_counter()
     rows = fn()
@@ -94,6 +111,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--files", type=int, default=4)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--no-spark", action="store_true")
+    parser.add_argument("--no-server", action="store_true",
+                        help="skip box.spark.sql in a Spindle instance")
     options = parser.parse_args(argv)
     work = tempfile.mkdtemp(prefix="spindle-bench-")
     data_dir, mirror_dir = os.path.join(work, "data"), os.path.join(work, "mirror")
@@ -110,29 +129,48 @@ def main(argv: list[str] | None = None) -> None:
               lambda: sum(b.num_rows for t in tasks for b in scan(t)))
         timed("decoder, 1 process, no JSON", total,
               lambda: sum(b.num_rows for t in tasks for b in scan(t, with_json=False)))
-        from .mirror import compact
+        cores = os.cpu_count() or 1
+        split = plan_tasks(data_dir, "xlog", split_bytes=1 << 20)
+        timed(f"decoder, {cores} processes, JSON columns", total,
+              lambda: decoder_pool(split, cores))
         timed("compact() to Parquet, 1 process", total,
               lambda: compact(data_dir, mirror_dir).rows)
         if not options.no_spark:
             _spark(options.master, data_dir, mirror_dir, total)
+        if not options.no_server:
+            _server(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
 def _spark(master: str, data_dir: str, mirror_dir: str, total: int) -> None:
-    from .mirror import mirror_dataframe
-    from .session import start_session, stop_session
+    from spindle.spark_ext.session import start_session, stop_session
     start = time.perf_counter()
     spark = start_session(master)
     print(f"SparkSession ({master}) started in {time.perf_counter() - start:.1f} s")
     query = "SELECT space_name, type, count(*) FROM {} GROUP BY 1, 2"
     try:
-        spark.read.format("xlog").load(data_dir).createOrReplaceTempView("xlog")
-        mirror_dataframe(spark, data_dir, mirror_dir).createOrReplaceTempView("mirror")
+        first = time.perf_counter()
+        spark.read.format("xlog").load(data_dir).createOrReplaceTempView("probe")
+        spark.sql("SELECT count(*) FROM probe WHERE lsn < 10").collect()
+        print(f"time to first result: session {first - start:.1f} s + first query "
+              f"{time.perf_counter() - first:.1f} s = {time.perf_counter() - start:.1f} s")
+
+        def views():
+            # Fresh relations per query: Spark reuses a Python source's plan
+            # (files, pushed filters) for every scan of one relation.
+            spark.read.format("xlog").load(data_dir).createOrReplaceTempView("xlog")
+            spark.read.format("xlog").option("json", "false").load(data_dir) \
+                .createOrReplaceTempView("xlog_nojson")
+            mirror_dataframe(spark, data_dir, mirror_dir).createOrReplaceTempView("mirror")
 
         def run(view):
-            return lambda: sum(r[2] for r in spark.sql(query.format(view)).collect())
+            def once():
+                views()
+                return sum(r[2] for r in spark.sql(query.format(view)).collect())
+            return once
         for view, label in (("xlog", "Spark over the xlog source"),
+                            ("xlog_nojson", "Spark over the xlog source, json=false"),
                             ("mirror", "Spark over the Parquet mirror")):
             first = time.perf_counter()
             run(view)()
@@ -140,6 +178,48 @@ def _spark(master: str, data_dir: str, mirror_dir: str, total: int) -> None:
             timed(f"{label} (warm)", total, run(view))
     finally:
         stop_session(spark)
+
+
+SERVER_SCRIPT = """
+local clock = require('clock')
+box.cfg{log = 'instance.log'}
+box.schema.space.create('s'):create_index('pk')
+for i = 1, 1000 do box.space.s:insert{i} end
+local query = [[SELECT space_name, type, count(*) FROM xlog GROUP BY 1, 2]]
+local t = clock.time()
+box.spark.sql(query)
+print(string.format('first %.2f', clock.time() - t))
+for i = 1, 3 do
+    t = clock.time()
+    box.spark.sql(query)
+    print(string.format('warm %.2f', clock.time() - t))
+end
+t = clock.time()
+box.spark.sql([[SELECT count(*) FROM space_s]])
+print(string.format('space %.2f', clock.time() - t))
+os.exit(0)
+"""
+
+
+def _server(work: str) -> None:
+    """box.spark.sql in a fresh instance: first call and warm calls."""
+    directory = os.path.join(work, "instance")
+    os.makedirs(directory)
+    with open(os.path.join(directory, "bench.lua"), "w") as f:
+        f.write(SERVER_SCRIPT)
+    spindle = os.path.join(os.path.dirname(sys.executable), "spindle")
+    start = time.perf_counter()
+    result = subprocess.run([spindle, "bench.lua"], cwd=directory, capture_output=True,
+                            text=True, timeout=600)
+    total = time.perf_counter() - start
+    lines = dict(line.split(" ", 1) for line in result.stdout.splitlines()
+                 if line.split(" ", 1)[0] in ("first", "warm", "space"))
+    warm = [float(line.split()[1]) for line in result.stdout.splitlines()
+            if line.startswith("warm ")]
+    print(f"box.spark.sql in a fresh instance: first call {lines.get('first', '?')} s "
+          f"(JVM start included), warm {min(warm, default=0):.2f}-{max(warm, default=0):.2f} s, "
+          f"space_<name> view {lines.get('space', '?')} s; process {total:.1f} s, "
+          f"exit {result.returncode}")
 
 
 if __name__ == "__main__":
