@@ -15,7 +15,7 @@ from typing import Any
 from spindle.core.iproto.errors import BoxError
 
 from .errors import LuaError
-from .instance import Instance
+from .instance import ExitRequested, Instance
 from .render import render_values
 from .serialize import NULL, SerializeError, display_table
 
@@ -111,6 +111,8 @@ class ConsoleEngine:
         finally:
             self._statement = None
         if not ok:
+            if isinstance(result, ExitRequested):
+                raise result     # os.exit(): the console ends with the process, silently
             return self._reply(error=_error_text(result))
         values, error = result
         if error is not None:

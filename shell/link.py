@@ -74,10 +74,12 @@ class TxLink:
                 text, future = item
                 try:
                     future.set_result(self.engine.execute(text))
-                except BaseException as exc:   # noqa: BLE001 - the REPL shows it
+                except Exception as exc:   # noqa: BLE001 - the REPL shows it
                     future.set_exception(exc)
-                    if not isinstance(exc, Exception):
-                        raise
+                except BaseException:
+                    # os.exit() or the loop stopping: the REPL quits quietly
+                    future.set_result(Reply(quit=True))
+                    raise
         finally:
             self._fail_pending()
             self.closed.set_result(True)
