@@ -21,6 +21,7 @@ box.session.* in Lua code called from here sees the connection's session.
 """
 from __future__ import annotations
 
+import struct
 import uuid as uuid_module
 from decimal import Decimal
 from typing import Any, Callable
@@ -41,6 +42,8 @@ from .errors import LuaError
 
 BALLOT_IS_RO, BALLOT_VCLOCK, BALLOT_GC_VCLOCK, BALLOT_IS_LOADING = 0x01, 0x02, 0x03, 0x04
 _INT_MIN, _UINT_MAX = -(1 << 63), (1 << 64) - 1
+_pack_u32 = struct.Struct(">I").pack
+_DATA_HEAD = b"\x81\x30\xdd"        # {DATA: [...]} with a 32-bit array header, as 2.6.0
 
 # Name resolution of CALL, as box_lua_find(): every '.' piece but the last must be a
 # table; 'obj:method' calls method with obj as self; the callee must be a function
@@ -106,6 +109,9 @@ class BoxExecutor(IprotoExecutor):
     instance's Lua runtime. `box_provider()` gives the Box once box.cfg has started
     it (None before: requests then get ER_LOADING, as during 2.6.0's recovery)."""
 
+    # SELECT runs no Lua and never waits: the server may serve it in place.
+    nonblocking_select = True
+
     def __init__(self, runtime, box_provider: Callable[[], Any],
                  access_provider: Callable[[], Access] | None = None):
         self.runtime = runtime
@@ -116,6 +122,12 @@ class BoxExecutor(IprotoExecutor):
         self._access_schema = None
         self._call_by_name = None
         self._bodies: dict = {}
+        # (user, space, privilege) checks that passed, valid while the schema (and
+        # so every grant, user and owner) stays as it was, checked by one Access
+        self._granted: set = set()
+        self._granted_at = None
+        self._granted_version = -1
+        self._granted_access = None
         self.on_disconnect_hooks: list[Callable[[Session], None]] = []
 
     # ------------------------------------------------------------- the box
@@ -186,17 +198,38 @@ class BoxExecutor(IprotoExecutor):
             raise ClientError(ErrorCode.ER_NO_SUCH_SPACE, str(space_id))
         return space
 
-    def select(self, session: Session, request: rq.Select) -> list:
-        space = self._space(request.space_id)
+    def _check_space(self, box, user_id: int, space, priv: Priv) -> None:
+        """Access.check_space, remembered while the schema does not change (every
+        grant, user, role and owner lives in a system space: a change moves the
+        schema version) and the Access object stays the same."""
+        schema = box.schema
+        access = (self._access_provider() if self._access_provider is not None
+                  else self.access)
+        if (self._granted_at is not schema or self._granted_version != schema.version
+                or self._granted_access is not access):
+            self._granted.clear()
+            self._granted_at, self._granted_version = schema, schema.version
+            self._granted_access = access
+        key = (user_id, space.id, priv)
+        if key in self._granted:
+            return
+        access.check_space(user_id, space, priv)
+        self._granted.add(key)
+
+    def select(self, session: Session, request: rq.Select) -> bytes:
+        box = self.box
+        space = box.engine.find_space(request.space_id)
+        if space is None:
+            raise ClientError(ErrorCode.ER_NO_SUCH_SPACE, str(request.space_id))
         user_id = session.euid
-        self.access.check_space(user_id, space, Priv.R)
+        self._check_space(box, user_id, space, Priv.R)
         key = _from_wire(request.key)
         if space.engine == "sysview":
             rows = self._view_select(space, request, key, user_id)
         else:
             rows = space.index(request.index_id).select(
                 key, request.iterator, offset=request.offset, limit=request.limit)
-        return [MsgpackRaw(packb(row)) for row in rows]
+        return _data_body(rows)
 
     def _view_select(self, view, request: rq.Select, key: list, user_id: int) -> list:
         view.index(request.index_id)            # the view's own index must exist
@@ -216,18 +249,20 @@ class BoxExecutor(IprotoExecutor):
                 break
         return out
 
-    def dml(self, session: Session, request: rq.Request) -> list:
+    def dml(self, session: Session, request: rq.Request) -> bytes:
         box = self.box
-        space = self._space(request.space_id)
+        space = box.engine.find_space(request.space_id)
+        if space is None:
+            raise ClientError(ErrorCode.ER_NO_SUCH_SPACE, str(request.space_id))
         if not space.is_temporary and box.read_only:
             raise ClientError(ErrorCode.ER_READONLY)
-        self.access.check_space(session.euid, space, Priv.W)
+        self._check_space(box, session.euid, space, Priv.W)
         if space.engine == "sysview":
             raise ClientError(ErrorCode.ER_VIEW_IS_RO, space.name)
         result = space.execute_request(_dml_request(request))
         if result is None or isinstance(request, rq.Upsert):
-            return []
-        return [MsgpackRaw(packb(result))]
+            return _EMPTY_DATA
+        return _DATA_ONE + packb(result)
 
     # ----------------------------------------------------------- functions
 
@@ -353,26 +388,48 @@ class BoxExecutor(IprotoExecutor):
 
 # ------------------------------------------------------------------ values
 
+_EMPTY_DATA = _DATA_HEAD + _pack_u32(0)
+_DATA_ONE = _DATA_HEAD + _pack_u32(1)
+
+
+def _data_body(rows) -> bytes:
+    """The reply body {DATA: rows}, every row encoded as box stores it."""
+    if not rows:
+        return _EMPTY_DATA
+    if len(rows) == 1:
+        return _DATA_ONE + packb(rows[0])
+    return _DATA_HEAD + _pack_u32(len(rows)) + b"".join([packb(row) for row in rows])
+
+
 def _dml_request(request: rq.Request) -> DmlRequest:
+    # DmlRequest(type, space_id, index_id, index_base, key, tuple, ops)
     if isinstance(request, rq.Insert):           # and Replace
-        return DmlRequest(type=request.type, space_id=request.space_id,
-                          tuple=_from_wire(request.tuple))
+        return DmlRequest(request.type, request.space_id, 0, 0, None,
+                          _from_wire(request.tuple))
     if isinstance(request, rq.Update):
-        return DmlRequest(type=request.type, space_id=request.space_id,
-                          index_id=request.index_id, index_base=request.index_base,
-                          key=_from_wire(request.key), ops=_from_wire(request.ops))
+        return DmlRequest(request.type, request.space_id, request.index_id,
+                          request.index_base, _from_wire(request.key), None,
+                          _from_wire(request.ops))
     if isinstance(request, rq.Upsert):
-        return DmlRequest(type=request.type, space_id=request.space_id,
-                          index_base=request.index_base, tuple=_from_wire(request.tuple),
-                          ops=_from_wire(request.ops))
-    return DmlRequest(type=request.type, space_id=request.space_id,
-                      index_id=request.index_id, key=_from_wire(request.key))
+        return DmlRequest(request.type, request.space_id, 0, request.index_base, None,
+                          _from_wire(request.tuple), _from_wire(request.ops))
+    return DmlRequest(request.type, request.space_id, request.index_id, 0,
+                      _from_wire(request.key))
+
+
+_PLAIN = frozenset({int, str, bytes, float, bool, type(None)})
 
 
 def _from_wire(value: Any) -> Any:
-    """Network values as box stores them: MsgPack extensions (uuid, decimal) decoded."""
+    """Network values as box stores them: MsgPack extensions (uuid, decimal) decoded.
+    A list of plain scalars (most keys and tuples) is returned as it is."""
     kind = type(value)
-    if kind is list or kind is tuple:
+    if kind is list:
+        for item in value:
+            if type(item) not in _PLAIN:
+                return [_from_wire(item) for item in value]
+        return value
+    if kind is tuple:
         return [_from_wire(item) for item in value]
     if kind is dict:
         return {_from_wire(k): _from_wire(v) for k, v in value.items()}

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import decimal
 import enum
+import threading
 import unicodedata
 import uuid
 from functools import lru_cache
@@ -425,11 +426,39 @@ def ext_hook(code: int, data: bytes) -> Any:
     return msgpack.ExtType(code, data)
 
 
+_packers = threading.local()     # a Packer keeps state while it packs: one per thread
+
+
+def _new_packer() -> msgpack.Packer:
+    packer = _packers.packer = msgpack.Packer(use_bin_type=True, default=ext_default,
+                                              unicode_errors="surrogateescape")
+    return packer
+
+
 def packb(value: Any) -> bytes:
     """MsgPack of a tuple/key/ops as box writes it: str as str, bytes as bin, uuid and
     decimal as ext types; surrogate-escaped strings come back byte-identical."""
-    return msgpack.packb(value, use_bin_type=True, default=ext_default,
-                         unicode_errors="surrogateescape")
+    try:
+        packer = _packers.packer
+    except AttributeError:
+        packer = _new_packer()
+    return packer.pack(value)
+
+
+def tuple_packer() -> Callable[[Any], bytes]:
+    """packb of the calling thread without the per-call lookup (hot loops)."""
+    try:
+        return _packers.packer.pack
+    except AttributeError:
+        return _new_packer().pack
+
+
+def tuple_bsize(value: Any) -> int:
+    """mp_sizeof() of a stored tuple, the fast way: the length of its encoding."""
+    try:
+        return len(packb(value))
+    except (OverflowError, TypeError, ValueError):
+        return mp_sizeof(value)
 
 
 def unpackb(data: bytes) -> Any:

@@ -49,6 +49,8 @@ class DupMode(enum.Enum):
 
 _REVERSE = frozenset({IteratorType.REQ, IteratorType.LT, IteratorType.LE})
 _ITERATOR_NAMES = {it.name: it for it in IteratorType}
+_ITERATOR_NUMBERS = {int(it): it for it in IteratorType}
+_EQ = IteratorType.EQ
 
 
 def iterator_type(value: Any, key_is_empty: bool = False) -> IteratorType:
@@ -64,10 +66,9 @@ def iterator_type(value: Any, key_is_empty: bool = False) -> IteratorType:
         except KeyError:
             raise ClientError(ErrorCode.ER_ITERATOR_TYPE, value) from None
     if isinstance(value, int) and not isinstance(value, bool):
-        try:
-            return IteratorType(value)
-        except ValueError:
-            pass
+        found = _ITERATOR_NUMBERS.get(value)
+        if found is not None:
+            return found
     raise ClientError(ErrorCode.ER_ILLEGAL_PARAMS, "Invalid iterator type")
 
 
@@ -110,6 +111,9 @@ class Index:
         self.key_def = index_def.key_def
         self.index_def = index_def
         self.pk_def = pk_def if index_def.id != 0 else None
+        # An EQ search with a full key finds at most one entry, by hash: unique, and
+        # no nil that would let equal keys coexist.
+        self._point_lookup = self.unique and not self.key_def.is_nullable
 
     # Subclasses: _entry_key, _insert_raw, _delete_raw, _lookup, __len__, _values,
     # _iterate, _validate_iterator.
@@ -136,11 +140,13 @@ class Index:
         anything when replace_check_dup() refuses."""
         if new is not None:
             key = self._entry_key(new)
-            dup = self._lookup(key)
-            code = replace_check_dup(old, dup, mode)
-            if code:
-                raise self._error(code)
-            self._store(key, new)
+            data = self._data
+            dup = data.get(key)
+            if dup is not None or mode is DupMode.REPLACE:
+                code = replace_check_dup(old, dup, mode)
+                if code:
+                    raise self._error(code)
+            data[key] = new
             if dup is not None:
                 return dup
         if old is not None:
@@ -173,7 +179,7 @@ class Index:
 
     def find(self, key: Sequence[Any]) -> Any:
         """Lookup by a full, already validated key."""
-        return self._lookup(self.key_def.key_sort_key(key))
+        return self._lookup(self.key_def.search_key(key))
 
     def validate_search_key(self, it: IteratorType, key: list) -> None:
         """key_validate() of index.cc."""
@@ -205,6 +211,11 @@ class Index:
         it, key = self._prepare(key, iterator)
         out = []
         if limit is not None and limit <= 0:
+            return out
+        if it is _EQ and self._point_lookup and len(key) == self.key_def.part_count:
+            found = self._lookup(self.key_def.search_key(key))
+            if found is not None and offset <= 0:
+                out.append(found)
             return out
         for tup in self._iterate(it, key):
             if offset > 0:
@@ -287,7 +298,7 @@ class TreeIndex(Index):
         self._data = SortedDict()
         kd = self.key_def
         if index_def.id == 0 or (self.unique and not kd.is_nullable):
-            self._entry_key = kd.tuple_sort_key
+            self._entry_key = kd.tuple_key
         elif not self.unique:
             pk = pk_def
 
@@ -352,7 +363,7 @@ class HashIndex(Index):
                               getattr(space, "name", "?"), "HASH index must be unique")
         super().__init__(space, index_def, pk_def)
         self._data: dict = {}
-        self._entry_key = self.key_def.tuple_sort_key
+        self._entry_key = self.key_def.tuple_key
 
     def _validate_iterator(self, it: IteratorType) -> None:
         if it not in (IteratorType.EQ, IteratorType.ALL, IteratorType.GT):

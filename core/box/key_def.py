@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from spindle.core.box import field_types
 from spindle.core.box.field_types import (
     INDEXABLE, FieldType, field_type_by_name, is_compatible, part_key_func,
 )
@@ -63,7 +64,8 @@ def key_part(spec: Any) -> KeyPart:
 class KeyDef:
     """An ordered list of key parts."""
 
-    __slots__ = ("parts", "part_count", "_getters", "_fieldnos", "is_nullable")
+    __slots__ = ("parts", "part_count", "_getters", "_fieldnos", "is_nullable", "tuple_key",
+                 "search_key")
 
     def __init__(self, parts: Sequence[Any]):
         self.parts: tuple[KeyPart, ...] = tuple(key_part(p) for p in parts)
@@ -73,6 +75,26 @@ class KeyDef:
         self._fieldnos = tuple(p.fieldno for p in self.parts)
         self._getters = tuple(p._key for p in self.parts)
         self.is_nullable = any(p.is_nullable for p in self.parts)
+        # tuple_sort_key / key_sort_key as closures, unrolled for one-part keys
+        self.tuple_key, self.search_key = self._make_key_funcs()
+
+    def _make_key_funcs(self) -> tuple[Callable, Callable]:
+        if self.part_count != 1 or self._getters[0] is None:
+            return self.tuple_sort_key, self.key_sort_key
+        fieldno, get = self._fieldnos[0], self._getters[0]
+        if get is field_types._identity:
+            def tuple_key(tup):
+                return (tup[fieldno] if fieldno < len(tup) else None,)
+
+            def search_key(key):
+                return (key[0],) if key else ()
+        else:
+            def tuple_key(tup):
+                return (get(tup[fieldno] if fieldno < len(tup) else None),)
+
+            def search_key(key):
+                return (get(key[0]),) if key else ()
+        return tuple_key, search_key
 
     def __repr__(self) -> str:
         return f"KeyDef({list(self.parts)!r})"

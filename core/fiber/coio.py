@@ -44,12 +44,18 @@ class CoSocket:
             raise TimedOut()
         self.sched.current.testcancel()
 
-    def recv(self, size: int = 65536, timeout: float | None = None) -> bytes:
-        """Read what is available (at least one byte); b'' means the peer closed."""
-        deadline = self._deadline(timeout)
+    def recv(self, size: int = 65536, timeout: float | None = None,
+             wait_first: bool = False) -> bytes:
+        """Read what is available (at least one byte); b'' means the peer closed.
+        `wait_first`: the caller drained the socket a moment ago, so wait for it to
+        become readable before trying (saves a recv() that would only say EAGAIN)."""
+        deadline = None if timeout is None else self.sched.clock() + timeout
+        if wait_first and (deadline is None or deadline > self.sched.clock()):
+            self._wait(_READ, deadline)
+        sock = self.sock
         while True:
             try:
-                return self.sock.recv(size)
+                return sock.recv(size)
             except (BlockingIOError, InterruptedError):
                 self._wait(_READ, deadline)
 
@@ -68,6 +74,13 @@ class CoSocket:
             chunks.append(chunk)
             need -= len(chunk)
         return b"".join(chunks)
+
+    def send_nowait(self, data) -> int:
+        """One non-blocking send: how many bytes the socket took (0 if it is full)."""
+        try:
+            return self.sock.send(data)
+        except (BlockingIOError, InterruptedError):
+            return 0
 
     def write(self, data: bytes, timeout: float | None = None) -> None:
         deadline = self._deadline(timeout)
@@ -99,6 +112,7 @@ class CoSocket:
         return self.sock.getsockname()
 
     def close(self) -> None:
+        self.sched.forget_io(self.sock)
         self.sock.close()
 
 

@@ -34,6 +34,8 @@ class Cond:
             self.sched.wakeup(self._waiters.popleft())
 
     def broadcast(self) -> None:
+        if not self._waiters:
+            return
         waiters, self._waiters = self._waiters, collections.deque()
         for fiber in waiters:
             self.sched.wakeup(fiber)

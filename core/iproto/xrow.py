@@ -546,6 +546,13 @@ _DML_FIELDS = {IprotoKey.SPACE_ID: "space_id", IprotoKey.INDEX_ID: "index_id",
                IprotoKey.TUPLE_META: "tuple_meta"}
 
 
+# DML body key -> (DmlRequest attribute, MsgPack type its value must have)
+_DML_KEY_KIND = {int(key): (name, IPROTO_KEY_TYPE[key]) for key, name in _DML_FIELDS.items()
+                 if key in DML_BODY_KEYS}
+_DML_MANDATORY_SORTED = {request_type: tuple(sorted(keys))
+                         for request_type, keys in DML_MANDATORY_KEYS.items()}
+
+
 def decode_dml_body(body: bytes | None, request_type: int) -> DmlRequest:
     """Decode and validate a DML body like xrow_decode_dml() (keys outside the
     DML set are kept in `extra`; mandatory keys per type are enforced)."""
@@ -556,14 +563,20 @@ def decode_dml_body(body: bytes | None, request_type: int) -> DmlRequest:
         if not isinstance(decoded, dict):
             raise invalid_msgpack("packet body")
         for key, value in decoded.items():
-            if not _is_uint(key) or key not in DML_BODY_KEYS:
+            # MsgPack keys are ints, bools, floats, strings...: only an int is a uint
+            kind = _DML_KEY_KIND.get(key) if type(key) is int else None
+            if kind is None:
                 request.extra[key] = value
                 continue
-            if not _has_type(value, IPROTO_KEY_TYPE[key]):
+            name, mp_type = kind
+            if mp_type is MpType.UINT:
+                if type(value) is not int or value < 0:
+                    raise invalid_msgpack("packet body")
+            elif not _has_type(value, mp_type):
                 raise invalid_msgpack("packet body")
             found.add(key)
-            setattr(request, _DML_FIELDS[key], value)
-    for key in sorted(DML_MANDATORY_KEYS.get(request_type, ())):
+            setattr(request, name, value)
+    for key in _DML_MANDATORY_SORTED.get(request_type, ()):
         if key not in found:
             raise ClientError(ErrorCode.ER_MISSING_REQUEST_FIELD, IPROTO_KEY_NAMES[key])
     if request_type == IprotoType.UPDATE:

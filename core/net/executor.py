@@ -23,6 +23,9 @@ Required:
         role) makes AUTH fail with ER_NO_SUCH_USER.
 
 Optional:
+    nonblocking_select          True if execute() of a Select never yields: the
+                                server then runs it in the connection's reader fiber
+                                instead of a fiber of its own
     instance_uuid               str or callable: the UUID the greeting shows
     schema_version()            current schema version (reply headers, checks)
     check_session(session, user)   raise (AccessDeniedError) if `user` may not

@@ -5,11 +5,17 @@ One acceptor fiber per listening socket. Per connection:
 * the **reader** fiber sends the greeting, then cuts packets out of the input
   (`readahead`-sized reads), decodes and validates each one and starts **one fiber
   per request**, so a connection pipelines: replies go out in completion order,
-  matched by SYNC. PING is answered by the reader itself. At most `net_msg_max`
-  requests of a connection run at once and input is not read while its output
-  backlog is above a high watermark (backpressure instead of unbounded buffers);
-* the **writer** fiber owns the socket's output: request fibers append encoded
-  replies and it sends whatever has gathered in one write;
+  matched by SYNC. PING is answered by the reader itself, and so is SELECT when the
+  executor says its SELECT never yields (`nonblocking_select`): such a request
+  completes before the next packet is looked at whichever fiber runs it, so running
+  it in place only saves the fiber. At most `net_msg_max` requests of a connection
+  run at once and input is not read while its output backlog is above a high
+  watermark (backpressure instead of unbounded buffers);
+* output: a reply is sent at once (one non-blocking send) when nothing else is
+  queued; while the reader works through a batch of buffered packets, replies
+  gather and go out in one send when the batch ends. Whatever the socket does not
+  take at once is left to the **writer** fiber, which sends what has gathered in
+  one write whenever the socket is writable again;
 * JOIN / SUBSCRIBE / FETCH_SNAPSHOT / REGISTER wait for the requests in flight,
   then hand the socket (and the bytes already read) to the executor's replication
   handler through a `ReplicationStream`.
@@ -42,7 +48,10 @@ from .protocol import (
     PACKET_SIZE_MAX, READAHEAD_DEFAULT, FrameReader, FramingError, PacketError, Where,
     client_error, decode_packet, encode_chunk, encode_error, encode_ok, encode_result,
 )
-from .requests import Auth, Ping, ReplicationRequest, decode_request, unknown_request_type
+from .requests import (
+    Auth, Ping, ReplicationRequest, Select, decode_request, decode_request_fast,
+    unknown_request_type,
+)
 from .session import GUEST, Session, SessionUser, format_peer
 
 NET_MSG_MAX_DEFAULT = 768             # box.cfg.net_msg_max default
@@ -114,6 +123,7 @@ class IprotoConnection:
         self._out: list[bytes] = []
         self._out_bytes = 0
         self._writing = False
+        self._in_batch = False          # the reader is going through buffered packets
         self._broken = False            # the socket failed: output is dropped
         self._discard_replies = False   # the stream broke: nothing more is sent
         self._writer = None
@@ -168,15 +178,26 @@ class IprotoConnection:
                 or self._out_bytes > self.server.output_high_watermark)
 
     def _serve_input(self) -> None:
+        try:
+            self._read_requests()
+        finally:
+            self._in_batch = False
+            if self._out:
+                self._wake_writer.signal()
+
+    def _read_requests(self) -> None:
         reader = self.reader
         since_yield = 0
         while self.state is ConnState.OPEN and not self._broken:
-            while self._must_pause() and not self._broken:
-                self._changed.wait()
+            if self._must_pause():
+                self._end_batch()
+                while self._must_pause() and not self._broken:
+                    self._changed.wait()
                 since_yield = 0
             if since_yield >= _BATCH_MAX:
                 # A socket that always has data never blocks the reader: give the
                 # loop back after each batch, as 2.6.0's net thread does per event.
+                self._end_batch()
                 self.sched.yield_()
                 since_yield = 0
             try:
@@ -186,6 +207,7 @@ class IprotoConnection:
                 # (also of requests still running) are dropped with the connection.
                 self._out.clear()
                 self._out_bytes = 0
+                self._in_batch = False
                 self._queue(encode_error(exc.error, 0, self.server.schema_version()))
                 self._discard_replies = True
                 return
@@ -194,11 +216,14 @@ class IprotoConnection:
                 # and a socket that always has data is cut into batches above (the
                 # count goes on across fills). A yield here cost every request an
                 # extra loop iteration.
-                reader.readahead = self.server.readahead
+                self._end_batch()
+                if reader.readahead != self.server._readahead:
+                    reader.readahead = self.server.readahead
                 if not reader.fill():
                     return
                 continue
             since_yield += 1
+            self._in_batch = True
             if not self._dispatch(packet):
                 return
 
@@ -206,9 +231,11 @@ class IprotoConnection:
         """Start serving one packet; False when the connection must close."""
         sync = 0
         try:
-            packet = decode_packet(raw)
-            sync = packet.row.sync
-            request = decode_request(packet)
+            request = decode_request_fast(raw)
+            if request is None:
+                packet = decode_packet(raw)
+                sync = packet.row.sync
+                request = decode_request(packet)
         except PacketError as exc:
             self._queue(encode_error(exc.error, exc.sync, self.server.schema_version()))
             return True
@@ -220,14 +247,39 @@ class IprotoConnection:
             log.error("iproto: cannot decode a packet:\n%s", traceback.format_exc().rstrip())
             self._queue(encode_error(exc, sync, self.server.schema_version()))
             return True
-        if isinstance(request, Ping):
+        kind = type(request)
+        if kind is Select and self.server.nonblocking_select:
+            self._queue(self._serve_in_place(request))
+            return True
+        if kind is Ping:
             self._queue(self._answer_ping(request))
             return True
         if isinstance(request, ReplicationRequest):
+            self._end_batch()
             return self._replicate(request)
         self.in_flight += 1
         self.server._spawn(self._process, request, name="iproto.request", conn=self)
         return True
+
+    def _serve_in_place(self, request) -> bytes:
+        """A request that never yields (so never changes the schema), served by the
+        reader: its reply."""
+        server = self.server
+        row = request.row
+        sync = row.sync
+        self.requests_served += 1
+        version = server.schema_version()
+        try:
+            self.session.bind_request(self.sched.current, sync)
+            if row.schema_version and row.schema_version != version:
+                server.check_schema(row.schema_version)
+            return encode_result(sync, version, server.executor.execute(self.session, request))
+        except BoxError as exc:
+            return encode_error(exc, sync, server.schema_version())
+        except Exception as exc:   # noqa: BLE001 - reported to the client, logged here
+            log.error("iproto: request %s failed:\n%s", type(request).__name__,
+                      traceback.format_exc().rstrip())
+            return encode_error(exc, sync, server.schema_version())
 
     def _answer_ping(self, request: Ping) -> bytes:
         sync = request.sync
@@ -241,12 +293,14 @@ class IprotoConnection:
 
     def _process(self, request) -> None:
         server = self.server
-        sync = request.sync
+        row = request.row
+        sync = row.sync
         reply = None
         try:
             self.session.bind_request(self.sched.current, sync)
             try:
-                server.check_schema(request.schema_version)
+                if row.schema_version:
+                    server.check_schema(row.schema_version)
                 if isinstance(request, Auth):
                     self._authenticate(request)
                     reply = encode_ok(sync, server.schema_version())
@@ -344,9 +398,45 @@ class IprotoConnection:
     def _queue(self, data: bytes) -> None:
         if self._broken or self._discard_replies or self.state is ConnState.CLOSED:
             return
-        self._out.append(data)
-        self._out_bytes += len(data)
-        self._wake_writer.signal()
+        out = self._out
+        if out or self._writing or self._in_batch:
+            out.append(data)
+            self._out_bytes += len(data)
+            if not self._in_batch:
+                self._wake_writer.signal()
+            return
+        self._send_now(data)
+
+    def _end_batch(self) -> None:
+        """The reader stops taking packets for a while: send what its batch gathered."""
+        self._in_batch = False
+        out = self._out
+        if out and not self._writing and not self._broken:
+            data = b"".join(out) if len(out) > 1 else out[0]
+            out.clear()
+            self._out_bytes = 0
+            self._send_now(data)
+
+    def _send_now(self, data: bytes) -> None:
+        """One non-blocking send; the writer fiber takes over what the socket leaves."""
+        try:
+            sent = self.sock.send_nowait(data)
+        except OSError as exc:
+            self._output_failed(exc)
+            return
+        if sent < len(data):
+            rest = data[sent:]
+            self._out.insert(0, rest)
+            self._out_bytes += len(rest)
+            self._wake_writer.signal()
+        self._changed.broadcast()
+
+    def _output_failed(self, exc: BaseException) -> None:
+        log.verbose("iproto: write to %s failed: %s", self.session.peer, exc)
+        self._broken = True
+        self._out.clear()
+        self._out_bytes = 0
+        self._changed.broadcast()
 
     def _push(self, sync: int, value: Any) -> None:
         if self.state is not ConnState.OPEN or self._broken:
@@ -372,11 +462,7 @@ class IprotoConnection:
         except FiberIsCancelled:
             pass
         except (OSError, SocketError, TimedOut) as exc:
-            log.verbose("iproto: write to %s failed: %s", self.session.peer, exc)
-            self._broken = True
-            self._out.clear()
-            self._out_bytes = 0
-            self._changed.broadcast()
+            self._output_failed(exc)
 
     # ------------------------------------------------------------------ close
 
@@ -454,6 +540,8 @@ class IprotoServer:
         self._fallback_uuid = str(uuid_module.uuid4())
         self.accepted = 0
         self.internal_errors = 0     # bugs caught below the executor (tests assert 0)
+        # The executor promises its SELECT never yields: the reader serves it itself.
+        self.nonblocking_select = bool(getattr(executor, "nonblocking_select", False))
 
     # ---------------------------------------------------------------- config
 
@@ -609,26 +697,27 @@ class IprotoServer:
     def _spawn(self, fn: Callable, *args, name: str, conn: IprotoConnection | None = None):
         """A fiber tracked by the server (and by `conn`): stop() waits for it, and the
         last fiber of a connection closes its socket."""
-        def tracked():
-            me = self.sched.current
-            self.fibers.add(me)
-            if conn is not None:
-                conn.fibers.add(me)
-            try:
-                fn(*args)
-            finally:
-                self.fibers.discard(me)
-                if conn is not None:
-                    conn.fibers.discard(me)
-                    conn._fiber_left()
-                self._fibers_changed.broadcast()
         started = self.sched.current is not None
-        fiber = self.sched.spawn(tracked, name=name, start=started)
+        fiber = self.sched.spawn(self._tracked, fn, args, conn, name=name, start=started)
         if not started:     # runs at the next loop iteration: count it from now on
             self.fibers.add(fiber)
             if conn is not None:
                 conn.fibers.add(fiber)
         return fiber
+
+    def _tracked(self, fn: Callable, args: tuple, conn: IprotoConnection | None) -> None:
+        me = self.sched.current
+        self.fibers.add(me)
+        if conn is not None:
+            conn.fibers.add(me)
+        try:
+            fn(*args)
+        finally:
+            self.fibers.discard(me)
+            if conn is not None:
+                conn.fibers.discard(me)
+                conn._fiber_left()
+            self._fibers_changed.broadcast()
 
     def _connection_closed(self, conn: IprotoConnection) -> None:
         if conn in self.connections:

@@ -27,7 +27,7 @@ from spindle.core.iproto.constants import (
 )
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
 from spindle.core.iproto.xrow import (
-    MP_TYPE_OF_BYTE, MsgpackError, MsgpackRaw, _decode_uint, mp_next, XRow, encode_reply_header, frame, pack,
+    MP_TYPE_OF_BYTE, MsgpackError, MsgpackRaw, _decode_uint, mp_next, XRow, pack,
 )
 
 # Largest packet (header + body) accepted; 2.6.0 refuses a longer one with
@@ -273,16 +273,23 @@ class FrameReader:
         self._buf = bytearray()
         self._pos = 0
         self.bytes_read = 0
+        self._drained = False   # the last read got less than it asked: nothing was left
 
     def buffered(self) -> int:
         return len(self._buf) - self._pos
 
     def next_buffered(self) -> bytes | None:
         """The next complete packet already in the buffer, or None."""
-        decoded = decode_length(self._buf, self._pos, self.max_packet)
-        if decoded is None:
-            return None
-        length, size = decoded
+        buf, pos = self._buf, self._pos
+        if len(buf) >= pos + 5 and buf[pos] == 0xCE:     # what every client sends
+            length, size = _unpack_u32(buf, pos + 1)[0], 5
+            if length > self.max_packet:
+                decode_length(buf, pos, self.max_packet)   # raises the framing error
+        else:
+            decoded = decode_length(buf, pos, self.max_packet)
+            if decoded is None:
+                return None
+            length, size = decoded
         start = self._pos + size
         if len(self._buf) - start < length:
             return None
@@ -296,6 +303,8 @@ class FrameReader:
     def _wanted(self) -> int:
         """How much one recv() should ask for: readahead, or the rest of a big packet."""
         want = self.readahead
+        if self._pos >= len(self._buf):
+            return want
         try:
             decoded = decode_length(self._buf, self._pos, self.max_packet)
         except FramingError:
@@ -307,9 +316,14 @@ class FrameReader:
 
     def fill(self, timeout: float | None = None) -> bool:
         """Read once from the socket; False on EOF."""
-        data = self.sock.recv(self._wanted(), timeout)
+        want = self._wanted()
+        if self._drained:
+            data = self.sock.recv(want, timeout, wait_first=True)
+        else:
+            data = self.sock.recv(want, timeout)
         if not data:
             return False
+        self._drained = len(data) < want
         if self._pos == len(self._buf):
             self._buf.clear()
             self._pos = 0
@@ -343,8 +357,15 @@ class FrameReader:
 # ---------------------------------------------------------------------------
 # Replies.
 
+# length prefix (ce + u32) and the reply header `83 00 ce<type> 01 cf<sync> 05 ce<schema>`
+_REPLY_HEAD = struct.Struct(">BIBBBIBBQBBI")
+_REPLY_HEAD_SIZE = _REPLY_HEAD.size - 5
+
+
 def encode_reply(request_type: int, sync: int, schema_version: int, body: bytes) -> bytes:
-    return frame(encode_reply_header(request_type & _U32, sync, schema_version & _U32) + body)
+    return _REPLY_HEAD.pack(0xCE, _REPLY_HEAD_SIZE + len(body), 0x83, 0x00, 0xCE,
+                            request_type & _U32, 0x01, 0xCF, sync, 0x05, 0xCE,
+                            schema_version & _U32) + body
 
 
 def encode_ok(sync: int, schema_version: int) -> bytes:
@@ -389,6 +410,8 @@ def _container_header(n: int, fix: int, head16: bytes, head32: bytes) -> bytes:
 def encode_result(sync: int, schema_version: int, result: Any) -> bytes:
     """An executor's result as a reply: list -> DATA, dict -> that body map,
     bytes -> a ready body, None -> empty body."""
+    if type(result) is bytes:
+        return encode_reply(IprotoType.OK, sync, schema_version, result)
     if result is None:
         return encode_ok(sync, schema_version)
     if isinstance(result, (list, tuple)):

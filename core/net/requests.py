@@ -14,10 +14,16 @@ Validation, measured against the live 2.6.0 binary:
 """
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from spindle.core.iproto.constants import IPROTO_KEY_NAMES, IprotoKey, IprotoType
+import msgpack
+
+from spindle.core.iproto.constants import (
+    DML_BODY_KEYS, DML_MANDATORY_KEYS, IPROTO_KEY_NAMES, IPROTO_KEY_TYPE, IprotoKey,
+    IprotoType, MpType,
+)
 from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.iproto.xrow import XRow, decode_dml_body, pack
 
@@ -299,6 +305,127 @@ def decode_request(packet: Packet) -> Request:
         body = None if packet.body in (NO_BODY, UNDECODABLE) else packet.body
         return ReplicationRequest(packet.row, body)
     raise unknown_request_type(route)
+
+
+# ---------------------------------------------------------------------------
+# The fast path: `decode_request(decode_packet(raw))` for the packets clients send
+# all the time, with the same result. Anything it is not sure about (another header
+# layout, a body that is not a plain valid DML map) goes down the general path,
+# which also produces every error.
+
+_unpack_u16 = struct.Struct(">H").unpack_from
+_unpack_u32 = struct.Struct(">I").unpack_from
+_unpack_u64 = struct.Struct(">Q").unpack_from
+# DML body key -> what its value must be (decode_dml_body's _has_type)
+_DML_KEY_CHECK = {key: IPROTO_KEY_TYPE[key] for key in DML_BODY_KEYS}
+_UINT_KEYS = frozenset(key for key, kind in _DML_KEY_CHECK.items() if kind is MpType.UINT)
+_ARRAY_KEYS = frozenset(key for key, kind in _DML_KEY_CHECK.items() if kind is MpType.ARRAY)
+_MAP_KEYS = frozenset(key for key, kind in _DML_KEY_CHECK.items() if kind is MpType.MAP)
+_MANDATORY = {route: frozenset(keys) for route, keys in DML_MANDATORY_KEYS.items()}
+_SPACE_ID, _INDEX_ID, _LIMIT, _OFFSET, _ITERATOR, _INDEX_BASE, _KEY, _TUPLE, _OPS = (
+    IprotoKey.SPACE_ID, IprotoKey.INDEX_ID, IprotoKey.LIMIT, IprotoKey.OFFSET,
+    IprotoKey.ITERATOR, IprotoKey.INDEX_BASE, IprotoKey.KEY, IprotoKey.TUPLE,
+    IprotoKey.OPS)
+_SELECT, _INSERT, _REPLACE, _UPDATE, _UPSERT, _PING = (
+    IprotoType.SELECT, IprotoType.INSERT, IprotoType.REPLACE, IprotoType.UPDATE,
+    IprotoType.UPSERT, IprotoType.PING)
+
+
+def _fast_header(raw) -> tuple[int, int, int, int] | None:
+    """(type, sync, schema_version, body position) of a header that is a fixmap of
+    REQUEST_TYPE / SYNC / SCHEMA_VERSION with unsigned values, else None."""
+    first = raw[0]
+    if not 0x81 <= first <= 0x8F:
+        return None
+    rtype = sync = schema = 0
+    pos = 1
+    for _ in range(first & 0x0F):
+        key = raw[pos]
+        b = raw[pos + 1]
+        if b < 0x80:
+            value = b
+            pos += 2
+        elif b == 0xCC:
+            value = raw[pos + 2]
+            pos += 3
+        elif b == 0xCD:
+            value = _unpack_u16(raw, pos + 2)[0]
+            pos += 4
+        elif b == 0xCE:
+            value = _unpack_u32(raw, pos + 2)[0]
+            pos += 6
+        elif b == 0xCF:
+            value = _unpack_u64(raw, pos + 2)[0]
+            pos += 10
+        else:
+            return None
+        if key == 0:
+            rtype = value & _U32
+        elif key == 1:
+            sync = value
+        elif key == 5:
+            schema = value & _U32
+        else:
+            return None
+    return rtype, sync, schema, pos
+
+
+def decode_request_fast(raw: bytes) -> Request | None:
+    """A DML request or a PING in the common shape, exactly as the general path would decode
+    it; None when the packet needs the general path (which reports every error)."""
+    try:
+        header = _fast_header(raw)
+        if header is None:
+            return None
+        rtype, sync, schema, pos = header
+        route = rtype & 0xFF
+        cls = DML_CLASSES.get(route)
+        if cls is None:
+            if route == _PING and (pos == len(raw) or raw[pos:] == b"\x80"):
+                # no body, or an empty map: decodes cleanly, PING ignores it
+                body = None if pos == len(raw) else raw[pos:]
+                return Ping(XRow(rtype, body, 0, 0, 0.0, 0, 0, True, sync, schema))
+            return None
+        if pos >= len(raw):
+            return None
+        body = msgpack.unpackb(memoryview(raw)[pos:], raw=False, strict_map_key=False,
+                               unicode_errors="surrogateescape")
+    except Exception:   # noqa: BLE001 - the general path says what is wrong
+        return None
+    if type(body) is not dict:
+        return None
+    found = 0
+    mandatory = _MANDATORY[route]
+    for key, value in body.items():
+        if type(key) is not int or key not in _DML_KEY_CHECK:
+            continue        # skipped whatever its type, as the general path does
+        if key in _UINT_KEYS:
+            if type(value) is not int or value < 0:
+                return None
+        elif key in _ARRAY_KEYS:
+            if type(value) is not list:
+                return None
+        elif type(value) is not dict:
+            return None
+        if key in mandatory:
+            found += 1
+    if found != len(mandatory):
+        return None
+    row = XRow(rtype, bytes(raw[pos:]), 0, 0, 0.0, 0, 0, True, sync, schema)
+    get = body.get
+    if route == _SELECT:
+        return Select(row, get(_SPACE_ID, 0) & _U32, get(_INDEX_ID, 0) & _U32,
+                      get(_ITERATOR, 0) & _U32, get(_OFFSET, 0) & _U32, body[_LIMIT] & _U32,
+                      body[_KEY])
+    if route == _INSERT or route == _REPLACE:
+        return cls(row, body[_SPACE_ID] & _U32, body[_TUPLE])
+    if route == _UPDATE:
+        return Update(row, body[_SPACE_ID] & _U32, get(_INDEX_ID, 0) & _U32, body[_KEY],
+                      body[_TUPLE], _i32(get(_INDEX_BASE, 0)))
+    if route == _UPSERT:
+        return Upsert(row, body[_SPACE_ID] & _U32, body[_TUPLE], body[_OPS],
+                      _i32(get(_INDEX_BASE, 0)))
+    return Delete(row, body[_SPACE_ID] & _U32, get(_INDEX_ID, 0) & _U32, body[_KEY])
 
 
 # ---------------------------------------------------------------------------

@@ -77,6 +77,7 @@ class Session:
         self._schema_version = schema_version or (lambda: 0)
         self._push = push
         self._su_fallback: list[SessionUser] = []   # used outside any fiber
+        self._su_key = ("iproto.su", self.id)        # fiber.storage key of the su stack
 
     def __repr__(self) -> str:
         return f"<Session {self.id} {self.peer} user={self.user.name}>"
@@ -87,7 +88,7 @@ class Session:
         fiber = self.sched.current if self.sched is not None else None
         if fiber is None:
             return self._su_fallback
-        key = ("iproto.su", self.id)
+        key = self._su_key
         stack = fiber.storage.get(key)
         if stack is None and create:
             stack = fiber.storage[key] = []

@@ -1,12 +1,21 @@
 #!/usr/bin/env python3
 """Storage and IPROTO benchmark: Spindle and real Tarantool 2.6.0 side by side.
 
-    .venv/bin/python scripts/bench/box.py [--rows N]
+    .venv/bin/python scripts/bench/box.py [--rows N] [--rounds K]
+        [--pin-servers CPUS] [--pin-client CPUS]
+
+SPINDLE_BIN=/path/to/spindle measures another build (e.g. a checkout of an older
+commit) against the same Tarantool.
 
 Every figure is measured the same way for both servers: the same Lua startup
 script, the same client code (the official `tarantool` connector), fresh temporary
 work dirs. Prints one table with the ratio Spindle / Tarantool (for rates, higher is
 better) and the goals from the storage issue.
+
+The two servers are measured in alternation, not one after the other: this VM's
+speed drifts by 2-3x within seconds (other load, vCPU wakeup latency), so each
+benchmark runs on Spindle, then on Tarantool, and the connector loops alternate in
+`--rounds` slices over both live servers. A ratio then compares the same moments.
 """
 from __future__ import annotations
 
@@ -20,6 +29,8 @@ import time
 from pathlib import Path
 
 from bench_setup import SPINDLE, compile_bytecode
+
+SPINDLE = os.environ.get("SPINDLE_BIN", SPINDLE)
 
 # listen comes last, so a PING answered means the setup is done
 SERVER_LUA = """
@@ -113,40 +124,69 @@ def start_server(binary: str, cwd: str) -> tuple[subprocess.Popen, int, float]:
             time.sleep(0.005)
 
 
-def connector_rates(port: int, rows: int) -> tuple[float, float]:
+def connector_rates(ports: dict[str, int], rows: int, rounds: int) -> dict[str, tuple[float, float]]:
+    """Inserts/s and selects/s per server; `rounds` alternating slices of the rows."""
     import tarantool
-    conn = tarantool.Connection("127.0.0.1", port)
-    space = conn.space("bench")
-    t = time.perf_counter()
-    for i in range(1, rows + 1):
-        space.insert((i, "value"))
-    inserts = rows / (time.perf_counter() - t)
-    t = time.perf_counter()
-    for i in range(1, rows + 1):
-        space.select(i)
-    selects = rows / (time.perf_counter() - t)
-    conn.close()
-    return inserts, selects
+    spaces = {name: tarantool.Connection("127.0.0.1", port).space("bench")
+              for name, port in ports.items()}
+    spent = {name: [0.0, 0.0] for name in ports}
+    bounds = [rows * i // rounds for i in range(rounds + 1)]
+    for kind in (0, 1):                     # all inserts, then all selects
+        for lo, hi in zip(bounds, bounds[1:]):
+            for name, space in spaces.items():
+                t = time.perf_counter()
+                if kind == 0:
+                    for i in range(lo + 1, hi + 1):
+                        space.insert((i, "value"))
+                else:
+                    for i in range(lo + 1, hi + 1):
+                        space.select(i)
+                spent[name][kind] += time.perf_counter() - t
+    for space in spaces.values():
+        space.connection.close()
+    return {name: (rows / ins, rows / sel) for name, (ins, sel) in spent.items()}
 
 
-def measure(binary: str, rows: int) -> dict[str, float]:
-    out: dict[str, float] = {}
-    with tempfile.TemporaryDirectory() as cwd:
-        proc, port, startup = start_server(binary, cwd)
+def pin(pid: int, cpus: str | None) -> None:
+    """taskset -a -p: every thread of `pid` on `cpus` (e.g. "1" or "0,1")."""
+    if cpus:
+        subprocess.run(["taskset", "-a", "-p", "-c", cpus, str(pid)], check=True,
+                       stdout=subprocess.DEVNULL)
+
+
+def measure(binaries: dict[str, str], rows: int, rounds: int,
+            pins: tuple[str | None, str | None] = (None, None)) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {name: {} for name in binaries}
+    with tempfile.TemporaryDirectory() as base:
+        procs, ports = [], {}
         try:
-            out["cold start to PING (ms)"] = startup * 1000
-            out["connector inserts/s"], out["connector selects/s"] = \
-                connector_rates(port, min(rows, 20000))
+            for name, binary in binaries.items():
+                cwd = os.path.join(base, name)
+                os.mkdir(cwd)
+                proc, port, startup = start_server(binary, cwd)
+                procs.append(proc)
+                ports[name] = port
+                out[name]["cold start to PING (ms)"] = startup * 1000
+                pin(proc.pid, pins[0])
+            pin(os.getpid(), pins[1])
+            rates = connector_rates(ports, min(rows, 20000), rounds)
+            for name, (inserts, selects) in rates.items():
+                out[name]["connector inserts/s"] = inserts
+                out[name]["connector selects/s"] = selects
         finally:
-            proc.terminate()
-            proc.wait(10)
+            pin(os.getpid(), "0-%d" % (os.cpu_count() - 1) if pins[1] else None)
+            for proc in procs:
+                proc.terminate()
+                proc.wait(10)
     for per_txn in (1, 100):
+        for name, binary in binaries.items():
+            with tempfile.TemporaryDirectory() as cwd:
+                out[name][f"Lua inserts/s, {per_txn} row/txn"] = run_lua(
+                    binary, LUA_INSERTS.format(rows=rows, per_txn=per_txn), cwd)
+    for name, binary in binaries.items():
         with tempfile.TemporaryDirectory() as cwd:
-            out[f"Lua inserts/s, {per_txn} row/txn"] = run_lua(
-                binary, LUA_INSERTS.format(rows=rows, per_txn=per_txn), cwd)
-    with tempfile.TemporaryDirectory() as cwd:
-        out["snapshot rows/s"] = run_lua(binary, FILL_LUA.format(rows=rows), cwd)
-        out["recovery rows/s"] = run_lua(binary, RECOVER_LUA.format(rows=rows), cwd)
+            out[name]["snapshot rows/s"] = run_lua(binary, FILL_LUA.format(rows=rows), cwd)
+            out[name]["recovery rows/s"] = run_lua(binary, RECOVER_LUA.format(rows=rows), cwd)
     return out
 
 
@@ -154,9 +194,16 @@ def main() -> None:
     compile_bytecode()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=4,
+                        help="alternating slices of the connector loops (default 4)")
+    parser.add_argument("--pin-servers", metavar="CPUS",
+                        help="connector benchmarks: run both servers on these CPUs")
+    parser.add_argument("--pin-client", metavar="CPUS",
+                        help="connector benchmarks: run the client on these CPUs")
     args = parser.parse_args()
-    ours = measure(SPINDLE, args.rows)
-    theirs = measure(shutil.which("tarantool"), args.rows)
+    results = measure({"spindle": SPINDLE, "tarantool": shutil.which("tarantool")},
+                      args.rows, max(1, args.rounds), (args.pin_servers, args.pin_client))
+    ours, theirs = results["spindle"], results["tarantool"]
     print(f"{'benchmark':32} {'spindle':>12} {'tarantool':>12} {'ratio':>7}")
     for name, value in ours.items():
         print(f"{name:32} {value:12.1f} {theirs[name]:12.1f} {value / theirs[name]:7.2f}")
