@@ -20,6 +20,7 @@ from spindle.core.fiber import Cond
 from spindle.core.iproto.constants import IprotoType, is_synchro
 from spindle.core.iproto.errors import ClientError, ErrorCode, TimedOut
 from spindle.core.iproto.xrow import XRow, decode_dml_body
+from spindle.core.box.field_types import ext_hook
 from spindle.core.vclock import VClock
 from spindle.core.version import VERSION_STRING
 from spindle.core.wal.checkpoint import Checkpointer, write_snapshot
@@ -147,7 +148,7 @@ class Box:
             hook(progress)
 
     def _apply_snapshot_row(self, row: XRow) -> None:
-        request = decode_dml_body(row.body, row.type)
+        request = decode_dml_body(row.body, row.type, ext_hook)
         self.engine.space(request.space_id).recover_replace(request.tuple)
 
     def _apply_wal_tx(self, rows: list[XRow]) -> None:
@@ -168,7 +169,7 @@ class Box:
             if is_synchro(row.type):
                 limbo_txn.recover_synchro_row(self, row)
             return   # NOP
-        request = decode_dml_body(row.body, row.type)
+        request = decode_dml_body(row.body, row.type, ext_hook)
         self.engine.space(request.space_id).execute_request(request)
 
     # -------------------------------------------------------------- journal

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import msgpack
 
@@ -188,17 +188,20 @@ def pack(value: Any) -> bytes:
     return msgpack.packb(value, use_bin_type=True, unicode_errors="surrogateescape")
 
 
-def unpack(raw: bytes, what: str = "packet body") -> Any:
-    """Decode one complete MsgPack value; any defect is ER_INVALID_MSGPACK `what`."""
+def unpack(raw: bytes, what: str = "packet body", ext_hook: Callable | None = None) -> Any:
+    """Decode one complete MsgPack value; any defect is ER_INVALID_MSGPACK `what`.
+    `ext_hook` turns MsgPack extensions into values (the box passes its own, so
+    uuid and decimal fields of stored rows come back as uuid and Decimal)."""
+    hook = {"ext_hook": ext_hook} if ext_hook is not None else {}
     try:
         return msgpack.unpackb(raw, raw=False, strict_map_key=False,
-                               unicode_errors="surrogateescape")
+                               unicode_errors="surrogateescape", **hook)
     except TypeError:
         # A map keyed by an array (legal in a Tarantool tuple) cannot become a
         # dict with list keys; arrays as Python tuples keep the data intact.
         try:
             return msgpack.unpackb(raw, raw=False, strict_map_key=False, use_list=False,
-                                   unicode_errors="surrogateescape")
+                                   unicode_errors="surrogateescape", **hook)
         except Exception as exc:
             raise invalid_msgpack(what) from exc
     except Exception as exc:
@@ -553,13 +556,14 @@ _DML_MANDATORY_SORTED = {request_type: tuple(sorted(keys))
                          for request_type, keys in DML_MANDATORY_KEYS.items()}
 
 
-def decode_dml_body(body: bytes | None, request_type: int) -> DmlRequest:
+def decode_dml_body(body: bytes | None, request_type: int,
+                    ext_hook: Callable | None = None) -> DmlRequest:
     """Decode and validate a DML body like xrow_decode_dml() (keys outside the
     DML set are kept in `extra`; mandatory keys per type are enforced)."""
     request = DmlRequest(type=request_type)
     found: set[int] = set()
     if body is not None:
-        decoded = unpack(body, "packet body")
+        decoded = unpack(body, "packet body", ext_hook)
         if not isinstance(decoded, dict):
             raise invalid_msgpack("packet body")
         for key, value in decoded.items():

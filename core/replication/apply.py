@@ -27,6 +27,7 @@ from spindle.core import log
 from spindle.core.box.limbo_txn import limbo_enter_replicated
 from spindle.core.iproto.constants import GroupId, IprotoKey, IprotoType, is_synchro
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
+from spindle.core.box.field_types import ext_hook
 from spindle.core.iproto.xrow import (
     DmlRequest, XRow, decode_dml_body, decode_synchro_body, unpack,
 )
@@ -54,7 +55,7 @@ class StreamError(BoxError):
 def decode_request(row: XRow) -> DmlRequest:
     """The DML request of a replicated row; StreamError if its body is bad."""
     try:
-        return decode_dml_body(row.body, row.type)
+        return decode_dml_body(row.body, row.type, ext_hook)
     except BoxError as exc:
         raise StreamError(exc) from exc
 
@@ -84,7 +85,7 @@ class SnapshotRows:
         is taken the quick way (a million rows pass here); anything else gets
         decode_dml_body's verdict."""
         try:
-            decoded = unpack(body) if body is not None else None
+            decoded = unpack(body, "packet body", ext_hook) if body is not None else None
         except BoxError as exc:
             raise StreamError(exc) from exc
         if type(decoded) is dict and len(decoded) == 2:

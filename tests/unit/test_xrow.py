@@ -323,3 +323,16 @@ def test_dml_request_dataclass_defaults():
     request = DmlRequest(type=IprotoType.INSERT, space_id=600, tuple=[1])
     assert request.encode() == encode_dml_body(2, 600, tuple=[1])
     assert struct.unpack(">H", request.encode()[3:5])[0] == 600
+
+
+def test_dml_bodies_decode_uuid_and_decimal_with_the_box_ext_hook():
+    import decimal
+    import uuid as uuid_module
+
+    from spindle.core.box.field_types import ext_hook, packb
+    from spindle.core.iproto.xrow import decode_dml_body
+    value, number = uuid_module.uuid4(), decimal.Decimal("1.25")
+    body = packb({0x10: 512, 0x21: [value, number]})
+    request = decode_dml_body(body, 2, ext_hook)
+    assert request.tuple == [value, number]
+    assert decode_dml_body(body, 2).tuple[0] != value      # raw ExtType without the hook
