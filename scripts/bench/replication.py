@@ -76,14 +76,15 @@ def replicated_rates(cluster: Cluster, kind: str, rows: int, per_txn: int
 def join_seconds(cluster: Cluster, kind: str, rows: int) -> float:
     master = cluster.add(kind, f"{kind}-jm", FAST).start()
     master.eval(SPACE)
-    master.eval("""
-        local rows = ...
-        local k = 1
-        while k <= rows do
-            box.begin()
-            for _ = 1, 1000 do box.space.t:insert{k, 'payload'} k = k + 1 end
-            box.commit()
-        end""", rows)
+    for first in range(1, rows + 1, 100_000):      # evals short enough for the socket timeout
+        master.eval("""
+            local first, last = ...
+            local k = first
+            while k <= last do
+                box.begin()
+                for _ = 1, 1000 do box.space.t:insert{k, 'payload'} k = k + 1 end
+                box.commit()
+            end""", first, min(rows, first + 99_999))
     replica = cluster.add(kind, f"{kind}-jr", {**FAST, "replication": [master.rep_uri]})
     start = time.perf_counter()
     replica.start(wait=False)
