@@ -14,3 +14,14 @@ def compile_bytecode() -> None:
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "core"),
                     str(ROOT / "lua"), str(ROOT / "shell")], check=False,
                    stdout=subprocess.DEVNULL)
+
+
+def print_side_by_side(results: dict[str, dict[str, float]], value_format: str = ",.1f"
+                       ) -> None:
+    """One row per benchmark: Spindle, Tarantool and their ratio."""
+    width = max(len(name) for name in results["spindle"]) + 2
+    print(f"{'benchmark':{width}} {'Spindle':>12} {'Tarantool':>12} {'ratio':>8}")
+    for name, ours in results["spindle"].items():
+        theirs = results["tarantool"][name]
+        ratio = f"{ours / theirs:.2f}" if theirs else "-"
+        print(f"{name:{width}} {ours:12{value_format}} {theirs:12{value_format}} {ratio:>8}")

@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench_setup import ROOT, compile_bytecode
+from bench_setup import ROOT, compile_bytecode, print_side_by_side
 
 sys.path.insert(0, str(ROOT / "tests"))
 from integration.cluster import Cluster, wait_for  # noqa: E402
@@ -85,11 +85,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, Cluster(Path(tmp)) as cluster:
         for kind in ("tarantool", "spindle"):
             results[kind] = measure(cluster, kind, args.txns, args.fibers)
-    print(f"{'benchmark':44} {'Spindle':>10} {'Tarantool':>10} {'ratio':>7}")
-    for name in results["spindle"]:
-        ours, theirs = results["spindle"][name], results["tarantool"][name]
-        ratio = f"{ours / theirs:.2f}" if theirs else "-"
-        print(f"{name:44} {ours:10.3f} {theirs:10.3f} {ratio:>7}")
+    print_side_by_side(results, ",.3f")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_setup import ROOT, compile_bytecode
+from bench_setup import ROOT, compile_bytecode, print_side_by_side
 
 sys.path.insert(0, str(ROOT / "tests"))
 from integration.cluster import Cluster, same_vclocks, wait_for  # noqa: E402
@@ -148,11 +148,7 @@ def main() -> None:
             stops, reconnects = overload(cluster, kind, args.overload)
             r["overload: permanent applier stops"] = stops
             r["overload: reconnects"] = reconnects
-    print(f"{'benchmark':40} {'Spindle':>12} {'Tarantool':>12} {'ratio':>8}")
-    for name in results["spindle"]:
-        ours, theirs = results["spindle"][name], results["tarantool"][name]
-        ratio = f"{ours / theirs:.2f}" if theirs else "-"
-        print(f"{name:40} {ours:12,.1f} {theirs:12,.1f} {ratio:>8}")
+    print_side_by_side(results)
 
 
 if __name__ == "__main__":
