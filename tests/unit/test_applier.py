@@ -3,6 +3,8 @@
 anonymous FETCH_SNAPSHOT and REGISTER, transactions, heartbeats and ACKs."""
 from __future__ import annotations
 
+import pytest
+
 from spindle.core.iproto.constants import IprotoKey, IprotoType
 from spindle.core.replication.applier import Applier
 from spindle.core.replication.replica import ApplierState as S
@@ -11,6 +13,8 @@ from .applier_fake_master import (
     CLUSTER_UUID, MASTER_UUID, REPLICA_UUID, Capture, FakeMaster, body, bootstrap, new_box,
     real_sched, restamp, run, select, start_wal, wait_state, wal_rows,
 )
+
+pytestmark = pytest.mark.usefixtures("frozen_heap")   # see tests/conftest.py
 
 JOIN_PATH = [S.CONNECT, S.CONNECTED, S.AUTH, S.READY, S.INITIAL_JOIN, S.FINAL_JOIN,
              S.JOINED, S.READY, S.SYNC, S.FOLLOW]

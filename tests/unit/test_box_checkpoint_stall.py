@@ -3,10 +3,14 @@ references in tx, the rows are encoded and written in the snapshot thread, and t
 stall watchdog stays quiet."""
 from __future__ import annotations
 
+import pytest
+
 from spindle.core.box.box import Box
 from spindle.core.box.cfg import defaults
 from spindle.core.fiber import Scheduler
 from spindle.core.xlog.files import XlogReader, list_files
+
+pytestmark = pytest.mark.usefixtures("frozen_heap")   # see tests/conftest.py
 
 ROWS = 1_000_000
 
