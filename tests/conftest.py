@@ -59,11 +59,12 @@ def run(sched):
 @pytest.fixture
 def frozen_heap():
     """For tests that assert the stall watchdog stays quiet: the objects earlier tests
-    left in this process are collected and frozen first, so a full garbage collection
-    of them (100+ ms with the suite's heap) cannot land inside the measured run. The
-    server freezes its heap after start-up for the same reason."""
+    left in this process are frozen first, so a full garbage collection over them
+    (100+ ms with the suite's heap) cannot land inside the measured run. The server
+    freezes its heap after start-up for the same reason. No gc.collect() here: forcing
+    a collection of other tests' leftovers (greenlets, Lua states, py4j threads' objects)
+    at an arbitrary point crashed the interpreter once."""
     import gc
-    gc.collect()
     gc.freeze()
     yield
     gc.unfreeze()
