@@ -11,7 +11,6 @@ with those rows (vclock {}), so the WAL starts empty.
 """
 from __future__ import annotations
 
-import gc
 import os
 import time
 from typing import Any, Callable, Iterable
@@ -111,10 +110,6 @@ class Box:
         self.set_read_only("config", bool(cfg.get("read_only")))
         self.status = "orphan" if self.orphan else "running"
         log.info("ready to accept requests")
-        # Everything recovery or JOIN loaded (tuples are GC-tracked lists) stays for
-        # good: out of the collector's full passes, which would otherwise stall the
-        # loop for 100+ ms per pass with a large dataset.
-        gc.freeze()
         replicaset_follow(self.replicaset)
         if self.is_bootstrap_leader:
             self.set_orphan(False, quiet=True)
