@@ -57,7 +57,7 @@ def run(sched):
 
 
 @pytest.fixture
-def frozen_heap():
+def collector_paused():
     """For tests that assert the stall watchdog stays quiet: no automatic full garbage
     collection of what earlier tests left in this process (100+ ms with the suite's
     heap) may land inside the measured run, so the collector is paused for the test.

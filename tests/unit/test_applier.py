@@ -14,7 +14,7 @@ from .applier_fake_master import (
     real_sched, restamp, run, select, start_wal, wait_state, wal_rows,
 )
 
-pytestmark = pytest.mark.usefixtures("frozen_heap")   # see tests/conftest.py
+pytestmark = pytest.mark.usefixtures("collector_paused")   # see tests/conftest.py
 
 JOIN_PATH = [S.CONNECT, S.CONNECTED, S.AUTH, S.READY, S.INITIAL_JOIN, S.FINAL_JOIN,
              S.JOINED, S.READY, S.SYNC, S.FOLLOW]

@@ -10,7 +10,7 @@ from spindle.core.box.cfg import defaults
 from spindle.core.fiber import Scheduler
 from spindle.core.xlog.files import XlogReader, list_files
 
-pytestmark = pytest.mark.usefixtures("frozen_heap")   # see tests/conftest.py
+pytestmark = pytest.mark.usefixtures("collector_paused")   # see tests/conftest.py
 
 ROWS = 1_000_000
 

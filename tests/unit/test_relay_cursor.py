@@ -19,7 +19,7 @@ from spindle.core.vclock import VClock
 from spindle.core.wal.writer import WalWriter
 from spindle.core.xlog.format import EOF_MARKER_BYTES
 
-pytestmark = pytest.mark.usefixtures("frozen_heap")   # see tests/conftest.py
+pytestmark = pytest.mark.usefixtures("collector_paused")   # see tests/conftest.py
 
 UUID1 = "11111111-1111-4111-8111-111111111111"
 

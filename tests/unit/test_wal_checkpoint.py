@@ -25,7 +25,7 @@ from spindle.core.wal.writer import WalWriter
 from spindle.core.xlog.files import list_files, read_meta
 from spindle.core.xlog.format import decode_file
 
-pytestmark = pytest.mark.usefixtures("frozen_heap")   # see tests/conftest.py
+pytestmark = pytest.mark.usefixtures("collector_paused")   # see tests/conftest.py
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "tarantool-2.6"
 UUID1 = "11111111-1111-4111-8111-111111111111"
