@@ -182,6 +182,10 @@ def _decode_uint(buf: bytes, pos: int) -> tuple[int, int]:
     raise MsgpackError("not an unsigned integer")
 
 
+decode_uint = _decode_uint       # (value, next position) of a MsgPack uint at `pos`
+UINT_WIDE_MARKERS = frozenset((0xCC, 0xCD, 0xCE, 0xCF))
+
+
 def pack(value: Any) -> bytes:
     """MsgPack as Tarantool expects it: str for text, bin for bytes; strings
     decoded with surrogateescape come back byte-identical."""

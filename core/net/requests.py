@@ -14,7 +14,6 @@ Validation, measured against the live 2.6.0 binary:
 """
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +24,9 @@ from spindle.core.iproto.constants import (
     IprotoType, MpType,
 )
 from spindle.core.iproto.errors import ClientError, ErrorCode
-from spindle.core.iproto.xrow import XRow, decode_dml_body, pack
+from spindle.core.iproto.xrow import (
+    UINT_WIDE_MARKERS, XRow, decode_dml_body, decode_uint, pack,
+)
 
 from .protocol import NO_BODY, UNDECODABLE, Packet, Where, client_error, with_location
 
@@ -313,9 +314,6 @@ def decode_request(packet: Packet) -> Request:
 # layout, a body that is not a plain valid DML map) goes down the general path,
 # which also produces every error.
 
-_unpack_u16 = struct.Struct(">H").unpack_from
-_unpack_u32 = struct.Struct(">I").unpack_from
-_unpack_u64 = struct.Struct(">Q").unpack_from
 # DML body key -> what its value must be (decode_dml_body's _has_type)
 _DML_KEY_CHECK = {key: IPROTO_KEY_TYPE[key] for key in DML_BODY_KEYS}
 _UINT_KEYS = frozenset(key for key, kind in _DML_KEY_CHECK.items() if kind is MpType.UINT)
@@ -342,21 +340,11 @@ def _fast_header(raw) -> tuple[int, int, int, int] | None:
     for _ in range(first & 0x0F):
         key = raw[pos]
         b = raw[pos + 1]
-        if b < 0x80:
+        if b < 0x80:                    # fixint: the usual case, inline
             value = b
             pos += 2
-        elif b == 0xCC:
-            value = raw[pos + 2]
-            pos += 3
-        elif b == 0xCD:
-            value = _unpack_u16(raw, pos + 2)[0]
-            pos += 4
-        elif b == 0xCE:
-            value = _unpack_u32(raw, pos + 2)[0]
-            pos += 6
-        elif b == 0xCF:
-            value = _unpack_u64(raw, pos + 2)[0]
-            pos += 10
+        elif b in UINT_WIDE_MARKERS:
+            value, pos = decode_uint(raw, pos + 1)
         else:
             return None
         if key == 0:

@@ -29,7 +29,7 @@ from spindle.core.iproto.constants import IPROTO_BODY_LEN_MAX, XLOG_FIXHEADER_SI
 from spindle.core.iproto.errors import BoxError, ClientError
 from spindle.core.iproto.constants import IprotoType
 from spindle.core.iproto.xrow import (
-    MsgpackError, XRow, encode_header, mp_encode_uint, mp_next,
+    UINT_WIDE_MARKERS, MsgpackError, XRow, decode_uint, encode_header, mp_encode_uint, mp_next,
 )
 from spindle.core.iproto.xrow import decode_rows as decode_rows_strict
 import msgpack
@@ -243,9 +243,6 @@ def _parse_uuid(value: str) -> str:
 # ---------------------------------------------------------------------------
 # Rows of a block.
 
-_unpack_u16 = struct.Struct(">H").unpack_from
-_unpack_u32 = struct.Struct(">I").unpack_from
-_unpack_u64 = struct.Struct(">Q").unpack_from
 _unpack_double = struct.Struct(">d").unpack_from
 _NOP = IprotoType.NOP
 
@@ -287,21 +284,11 @@ def _decode_rows_fast(payload) -> list[XRow] | None:
                     timestamp = _unpack_double(payload, p + 2)[0]
                     p += 10
                     continue
-                if b < 0x80:
+                if b < 0x80:                    # fixint: the usual case, inline
                     value = b
                     p += 2
-                elif b == 0xCC:
-                    value = payload[p + 2]
-                    p += 3
-                elif b == 0xCD:
-                    value = _unpack_u16(payload, p + 2)[0]
-                    p += 4
-                elif b == 0xCE:
-                    value = _unpack_u32(payload, p + 2)[0]
-                    p += 6
-                elif b == 0xCF:
-                    value = _unpack_u64(payload, p + 2)[0]
-                    p += 10
+                elif b in UINT_WIDE_MARKERS:
+                    value, p = decode_uint(payload, p + 1)
                 else:
                     return None
                 if key == 0:
