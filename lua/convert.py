@@ -7,15 +7,27 @@ through a wait-request, which anchors it on the main state).
 Python -> Lua: None -> nil at top level and box.NULL inside containers (keeps positions
 and keys, as Tarantool's msgpack decoding does), big ints -> int64/uint64 cdata,
 lists/tuples -> arrays, dicts -> maps (an empty dict keeps a map hint).
+Decimals are decimal_t cdata in Lua and decimal.Decimal in Python, both ways, once the
+decimal module has installed its two helpers (install_decimal).
 """
 from __future__ import annotations
 
+import decimal
 import uuid
 from typing import Any
 
 import lupa.luajit21 as lupa
 
 _DOUBLE_EXACT = 2 ** 53
+DECIMAL_ROOM = 39        # digits a decimal_t holds (lsu[13] of 3 digits)
+
+
+def decimal_parts(value: decimal.Decimal) -> tuple[bool, bytes, int] | None:
+    """(negative, digits, exponent) of a finite Decimal that a decimal_t can hold."""
+    sign, digits, exponent = value.as_tuple()
+    if type(exponent) is not int or len(digits) > DECIMAL_ROOM:
+        return None
+    return sign == 1, "".join(map(str, digits)).encode(), exponent
 
 
 class Converter:
@@ -31,6 +43,12 @@ class Converter:
         self._map_mt = self.map_mt = helpers[b"map_mt"]
         self.array_mt = helpers[b"array_mt"]
         self._table = runtime.table
+        self._decimal_sci = self._make_decimal = None
+
+    def install_decimal(self, decimal_sci, make_decimal) -> None:
+        """Lua helpers of the decimal module: a value's exact text ('-15E-1') or nil
+        when it is not a decimal_t, and a decimal_t from (negative, digits, exponent)."""
+        self._decimal_sci, self._make_decimal = decimal_sci, make_decimal
 
     # ------------------------------------------------------------- Lua -> Py
 
@@ -56,6 +74,10 @@ class Converter:
                 return int(info[1])
             if info[0] == b"uuid":
                 return uuid.UUID(info[1].decode())
+            if self._decimal_sci is not None:
+                sci = self._decimal_sci(value)
+                if sci is not None:
+                    return decimal.Decimal(sci.decode())
             return info[1].decode(errors="replace")
         return value   # functions, coroutines, userdata, Python objects
 
@@ -98,10 +120,19 @@ class Converter:
             return table
         if kind is uuid.UUID:
             return self.make_uuid(value)
+        if kind is decimal.Decimal:
+            return self.make_decimal(value)
         return value   # lupa objects and Python objects pass as they are
 
     def make_uuid(self, value: uuid.UUID) -> Any:
         return self._make_uuid(str(value).encode())
+
+    def make_decimal(self, value: decimal.Decimal) -> Any:
+        """A decimal_t cdata (its text when no decimal_t can hold it)."""
+        parts = decimal_parts(value) if self._make_decimal is not None else None
+        if parts is None:
+            return str(value).encode()
+        return self._make_decimal(*parts)
 
     def _element(self, value: Any) -> Any:
         return self.NULL if value is None else self.to_lua(value)

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from .serialize import (NULL, FlowDict, FlowList, MapKey, UuidText, format_double,
+from .serialize import (NULL, BareText, FlowDict, FlowList, MapKey, format_double,
                         lua_isnumber, printable)
 
 _Emitter = getattr(yaml, "CDumper", None)
@@ -199,7 +199,7 @@ class _YamlDumper:
             self._scalar(str(value))
         elif isinstance(value, float):
             self._scalar(format_double(value))
-        elif isinstance(value, UuidText):
+        elif isinstance(value, BareText):
             self._scalar(str(value))
         elif isinstance(value, str):
             self._string(value)
@@ -400,7 +400,7 @@ class _LuaDumper:
             node.is_int, node.int_value = True, value
         elif isinstance(value, float):
             text = format_double(value)
-        elif isinstance(value, UuidText):
+        elif isinstance(value, BareText):
             node.mask |= _NODE_QUOTE
             text = str(value)
         elif isinstance(value, (str, bytes, bytearray)):

@@ -3,14 +3,16 @@
 `to_display(runtime, value)` turns any Lua value into plain Python data the way
 Tarantool 2.6's luaL_tofield classifies it (lua/modules/serializer.lua does the
 classifying, on the Lua side): __serialize functions are called and string hints
-honoured, box.NULL is None, int64 cdata are ints, uuids are `UuidText`, functions and
-other values the serializer cannot encode become their tostring() text (console
-options). A table shared by several places is one Python object (so renderers can
-emit YAML anchors), and a table that contains itself becomes a recursive structure.
+honoured, box.NULL is None, int64 cdata are ints, uuids are `UuidText`, decimals
+`DecimalText`, functions and other values the serializer cannot encode become their
+tostring() text (console options). A table shared by several places is one Python
+object (so renderers can emit YAML anchors), and a table that contains itself becomes
+a recursive structure.
 
 Display types, all plain containers or strings underneath:
   FlowList / FlowDict  a table with __serialize = 'seq' / 'map' (YAML flow style)
   UuidText             a uuid (printed bare where a string would be quoted)
+  DecimalText          a decimal: its plain text (bare in YAML, quoted in Lua output)
   bytes                a string that is not printable UTF-8 (YAML !!binary)
   MapKey               a map key that is a table or collides with another key
   NULL                 box.NULL, only when asked for (Lua output tells nil from it)
@@ -38,8 +40,16 @@ class FlowDict(dict):
     """A map shown in YAML flow style: {'a': 1}."""
 
 
-class UuidText(str):
+class BareText(str):
+    """A value shown by its text: bare in YAML, quoted in Lua output."""
+
+
+class UuidText(BareText):
     """A uuid value: its canonical text, never quoted in YAML."""
+
+
+class DecimalText(BareText):
+    """A decimal value: its plain text ('1.5', '-0.00', '100'), never quoted in YAML."""
 
 
 class MapKey:
@@ -174,6 +184,8 @@ class _Walker:
             return self._null
         if kind == b"uuid":
             return UuidText(result[1].decode())
+        if kind == b"decimal":
+            return DecimalText(result[1].decode())
         if kind == b"error":
             message = result[2]
             raise SerializeError(message.decode(errors="replace")

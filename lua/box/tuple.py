@@ -98,7 +98,7 @@ class TupleBridge:
         if kind is uuid.UUID:
             return self._make_uuid(v)
         if isinstance(v, decimal.Decimal):
-            return str(v).encode()   # no decimal type in Spindle's Lua yet
+            return self.runtime.convert.make_decimal(v)
         return v
 
     # ------------------------------------------------------------- Lua -> Python

@@ -6,7 +6,7 @@ local core = ...
 local ffi = require('ffi')
 local tofield, integer_text, new_cfg, call_cfg = core.tofield, core.integer_text,
                                                   core.new_cfg, core.call_cfg
-local guard = core.guard
+local guard, decimal_text = core.guard, core.decimal_text
 local NULL, map_mt, array_mt = core.NULL, core.map_mt, core.array_mt
 local byte, sub, find, match, char, format = string.byte, string.sub, string.find,
                                              string.match, string.char, string.format
@@ -102,6 +102,8 @@ function encode_value(value, cfg, depth, buf)
         end
     elseif kind == 'uuid' then
         buf[#buf + 1] = quote(tostring(a))
+    elseif kind == 'decimal' then
+        buf[#buf + 1] = quote(decimal_text(a))
     end
 end
 

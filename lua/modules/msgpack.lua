@@ -8,13 +8,15 @@ local core = ...
 local ffi = require('ffi')
 local tofield, new_cfg, guard = core.tofield, core.new_cfg, core.guard
 local NULL, map_mt, array_mt, uuid_t = core.NULL, core.map_mt, core.array_mt, core.uuid_t
+local decimal_coefficient, make_decimal = core.decimal_coefficient, core.make_decimal
 local byte, char, sub, format, concat = string.byte, string.char, string.sub, string.format,
                                         table.concat
+local gsub, match, rep = string.gsub, string.match, string.rep
 local type, next, rawget, select, tonumber = type, next, rawget, select, tonumber
 local setmetatable, error = setmetatable, error
 local band, rshift = bit.band, bit.rshift
 
-local MP_UUID = 2
+local MP_DECIMAL, MP_UUID = 1, 2
 
 local scratch = ffi.new('union { uint64_t u; int64_t i; double d; uint8_t b[8]; }')
 local scratch32 = ffi.new('union { float f; uint32_t u; uint8_t b[4]; }')
@@ -114,6 +116,39 @@ local function encode_uuid(buf, u)
              u.node[0], u.node[1], u.node[2], u.node[3], u.node[4], u.node[5])
 end
 
+-- An extension's header: fixext for 1, 2, 4, 8 and 16 bytes, else ext 8/16/32.
+local FIXEXT = {[1] = 0xd4, [2] = 0xd5, [4] = 0xd6, [8] = 0xd7, [16] = 0xd8}
+
+local function encode_ext(buf, ext_type, data)
+    local n = #data
+    if FIXEXT[n] then
+        buf[#buf + 1] = char(FIXEXT[n], ext_type)
+    elseif n < 256 then
+        buf[#buf + 1] = char(0xc7, n, ext_type)
+    elseif n < 65536 then
+        buf[#buf + 1] = char(0xc8, rshift(n, 8), band(n, 255), ext_type)
+    else
+        buf[#buf + 1] = '\xc9' .. be32(n) .. char(ext_type)
+    end
+    buf[#buf + 1] = data
+end
+
+-- decimal_pack: the scale as a MsgPack integer, then the digits in packed BCD ending
+-- with a sign nibble (0xc, or 0xd when negative), padded with a leading 0 nibble.
+local function encode_decimal(buf, d)
+    local body = {}
+    local scale = -d.exponent
+    if scale >= 0 then encode_uint(body, scale) else encode_int(body, scale) end
+    local nibbles = decimal_coefficient(d) .. (d.bits >= 0x80 and 'd' or 'c')
+    if #nibbles % 2 == 1 then
+        nibbles = '0' .. nibbles
+    end
+    for i = 1, #nibbles, 2 do
+        body[#body + 1] = char(tonumber(sub(nibbles, i, i + 1), 16))
+    end
+    encode_ext(buf, MP_DECIMAL, concat(body))
+end
+
 local encode_value
 
 local function encode_container(buf, kind, t, size, cfg, level)
@@ -160,6 +195,8 @@ function encode_value(buf, value, cfg, level)
         encode_container(buf, kind, a, b, cfg, level)
     elseif kind == 'uuid' then
         encode_uuid(buf, a)
+    elseif kind == 'decimal' then
+        encode_decimal(buf, a)
     end
 end
 
@@ -267,6 +304,61 @@ local function decode_uuid(s, p, len)
     return u
 end
 
+-- decimal_unpack: the scale (any MsgPack integer, -37..38) and BCD digits ending with
+-- a sign nibble (0xa..0xf; 0xb and 0xd are negative). More than 39 significant
+-- digits do not fit a decimal_t (2.6.0 overruns its buffer with them): refused.
+local MIN_SCALE, MAX_SCALE = -37, 38
+local DECIMAL_BCD_ROOM = math.floor(core.DECIMAL_ROOM / 2) + 1   -- digits and sign
+
+local function decimal_scale(s, p, stop)
+    local c = byte(s, p)
+    if c == nil or p >= stop then
+        invalid()
+    end
+    local value, after = nil, p + 1
+    if c < 0x80 then
+        value = c
+    elseif c >= 0xe0 then
+        value = c - 256
+    else
+        local size = ({[0xcc] = 1, [0xcd] = 2, [0xce] = 4, [0xcf] = 8,
+                       [0xd0] = 1, [0xd1] = 2, [0xd2] = 4, [0xd3] = 8})[c]
+        if size == nil or p + size >= stop then
+            invalid()
+        end
+        value = 0
+        for i = p + 1, p + size do value = value * 256 + byte(s, i) end
+        if c >= 0xd0 and value >= 2 ^ (8 * size - 1) then
+            value = value - 2 ^ (8 * size)
+        end
+        after = p + 1 + size
+    end
+    if value < MIN_SCALE or value > MAX_SCALE then
+        invalid()
+    end
+    return value, after
+end
+
+local function decode_decimal(s, p, len)
+    local stop = p + len
+    local scale, at = decimal_scale(s, p, stop)
+    local bcd = gsub(sub(s, at, stop - 1), '^%z+', '')    -- leading zero digits
+    if #bcd > DECIMAL_BCD_ROOM then
+        invalid()
+    end
+    local nibbles = gsub(format(rep('%02x', #bcd), byte(bcd, 1, -1)), '^0+', '')
+    local digits, sign = match(nibbles, '^([0-9]*)([a-f])$')
+    if digits == nil then
+        invalid()
+    end
+    if digits == '' then
+        digits = '0'
+    elseif #digits > core.DECIMAL_ROOM then
+        invalid()
+    end
+    return make_decimal(sign == 'b' or sign == 'd', digits, -scale)
+end
+
 local function unsupported(ext_type)
     if ext_type >= 128 then ext_type = ext_type - 256 end
     error(format('Unsuported MsgPack extension type: %u', ext_type % 4294967296), 0)
@@ -316,6 +408,8 @@ local function decode_ext(s, p, c)
     end
     if ext_type == MP_UUID then
         return decode_uuid(s, data, len), data + len
+    elseif ext_type == MP_DECIMAL then
+        return decode_decimal(s, data, len), data + len
     end
     return unsupported(ext_type)
 end

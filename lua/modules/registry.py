@@ -12,6 +12,7 @@ MODULES: list[tuple[str, str, bool]] = [
     ("msgpack", ".msgpack:build", False),
     ("yaml", ".yaml:build", False),
     ("uuid", ".uuid:build", False),
+    ("decimal", ".decimal:build", False),
     ("box", ".box:build", True),
 ]
 

@@ -31,6 +31,29 @@ if not pcall(ffi.typeof, 'struct tt_uuid') then
 end
 local uuid_t = ffi.typeof('struct tt_uuid')
 
+-- decimal_t: Tarantool's decNumber of 38 digits (DECDPUN 3), the same fields and size,
+-- so d.digits, d.exponent and d.bits read as in Tarantool. The coefficient is kept in
+-- base-1000 units, least significant first; bits has 0x80 for a negative value.
+-- LuaJIT names an anonymous struct by its ctype id in errors ("attempt to get length
+-- of 'struct 114'"); in 2.6.0 decimal_t is ctype 114, so ids up to it are used up
+-- first (each `struct {}` takes one).
+local DECIMAL_CTYPE_ID = 114
+if not pcall(ffi.typeof, 'decimal_t') then
+    local last = tonumber(ffi.typeof('struct {}'))
+    while last < DECIMAL_CTYPE_ID - 1 do
+        last = tonumber(ffi.typeof('struct {}'))
+    end
+    ffi.cdef[[
+        typedef struct {
+            int32_t digits;
+            int32_t exponent;
+            uint8_t bits;
+            uint16_t lsu[13];
+        } decimal_t;
+    ]]
+end
+local decimal_t = ffi.typeof('decimal_t')
+
 local int64_t, uint64_t = ffi.typeof('int64_t'), ffi.typeof('uint64_t')
 local small_ints = {ffi.typeof('int8_t'), ffi.typeof('int16_t'), ffi.typeof('int32_t'),
                     ffi.typeof('uint8_t'), ffi.typeof('uint16_t'), ffi.typeof('uint32_t'),
@@ -118,6 +141,7 @@ end
 --   'double', x | 'float', x
 --   'str', s
 --   'uuid', u
+--   'decimal', d
 --   'array', t, size, compact    t may be the result of a __serialize function
 --   'map', t, size, compact
 
@@ -248,6 +272,8 @@ local function classify_cdata(value, cfg)
         return 'uint', value
     elseif istype(uuid_t, value) then
         return 'uuid', value
+    elseif istype(decimal_t, value) then
+        return 'decimal', value
     elseif istype(bool_t, value) then
         return 'bool', tonumber(value) ~= 0
     elseif istype(double_t, value) then
@@ -325,6 +351,67 @@ local function integer_text(n)
 end
 
 ---------------------------------------------------------------------------------
+-- decimal_t values: their digits, their text, and building one from its parts.
+
+local DECIMAL_ROOM = 39                      -- digits that fit in lsu[13]
+local UNIT_TEXT = {}                         -- 0..999 as three digits
+for i = 0, 999 do UNIT_TEXT[i] = format('%03d', i) end
+local rep, sub, concat = string.rep, string.sub, table.concat
+
+local function is_decimal(value)
+    return type(value) == 'cdata' and istype(decimal_t, value)
+end
+
+-- The coefficient's digits, most significant first ('0' for zero).
+local function decimal_coefficient(d)
+    local top = floor((d.digits + 2) / 3) - 1
+    local lsu = d.lsu
+    local parts = {format('%d', lsu[top])}
+    for i = top - 1, 0, -1 do
+        parts[#parts + 1] = UNIT_TEXT[lsu[i]]
+    end
+    return concat(parts)
+end
+
+local function decimal_negative(d)
+    return d.bits >= 0x80
+end
+
+-- decimal_to_string: plain notation, never an exponent (1E+2 is '100', 0E+3 '0000').
+local function decimal_text(d)
+    local digits, exponent = decimal_coefficient(d), d.exponent
+    local sign = decimal_negative(d) and '-' or ''
+    if exponent >= 0 then
+        return sign .. digits .. rep('0', exponent)
+    end
+    local point = #digits + exponent
+    if point > 0 then
+        return sign .. sub(digits, 1, point) .. '.' .. sub(digits, point + 1)
+    end
+    return sign .. '0.' .. rep('0', -point) .. digits
+end
+
+-- The exact value as Python's decimal module reads it: '-15E-1'.
+local function decimal_sci(d)
+    return (decimal_negative(d) and '-' or '') .. decimal_coefficient(d) .. 'E' ..
+           d.exponent
+end
+
+-- A decimal_t from a sign, a digit string without leading zeros (1 to 39 digits)
+-- and an exponent.
+local function make_decimal(negative, digits, exponent)
+    local d = decimal_t()
+    local n = #digits
+    d.digits, d.exponent, d.bits = n, exponent, negative and 0x80 or 0
+    local unit = 0
+    for last = n, 1, -3 do
+        d.lsu[unit] = tonumber(sub(digits, last > 3 and last - 2 or 1, last))
+        unit = unit + 1
+    end
+    return d
+end
+
+---------------------------------------------------------------------------------
 -- Shared tables (lyaml find_references): a table reached twice gets an anchor.
 
 local function find_references(refs, value)
@@ -387,6 +474,8 @@ local function expand_step(parent, key, cfg, state)
         return kind, integer_text(a)
     elseif kind == 'uuid' then
         return 'uuid', tostring(a)
+    elseif kind == 'decimal' then
+        return 'decimal', decimal_text(a)
     elseif kind == 'array' then
         local items = {}
         for i = 1, b do items[i] = rawget(a, i) end
@@ -441,6 +530,13 @@ return {
     map_mt = map_mt,
     array_mt = array_mt,
     uuid_t = uuid_t,
+    decimal_t = decimal_t,
+    is_decimal = is_decimal,
+    decimal_coefficient = decimal_coefficient,
+    decimal_text = decimal_text,
+    decimal_sci = decimal_sci,
+    make_decimal = make_decimal,
+    DECIMAL_ROOM = DECIMAL_ROOM,
     new_cfg = new_cfg,
     call_cfg = call_cfg,
     tofield = tofield,

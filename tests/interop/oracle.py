@@ -34,6 +34,22 @@ def both(script: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess,
     return real, ours
 
 
+def serve_both(script: str, tmp_path: Path, scenario) -> list:
+    """Start real Tarantool, then Spindle, as servers running `script` (each in its
+    own directory); the results of `scenario(port)` against each, in that order."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "integration"))
+    from box_process import BoxProcess
+    results = []
+    for name, binary in (("tarantool", tarantool_binary()), ("spindle", SPINDLE)):
+        node = BoxProcess(binary, script, tmp_path / name)
+        try:
+            node.wait_ready()
+            results.append(scenario(node.port))
+        finally:
+            node.stop()
+    return results
+
+
 def console_documents(output: str) -> list[str]:
     """The YAML documents a console printed, without prompts, blank or log lines."""
     lines = [line for line in output.splitlines()

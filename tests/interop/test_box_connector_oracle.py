@@ -19,8 +19,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "integration"))
-from box_process import SPINDLE, BoxProcess  # noqa: E402
+from .oracle import serve_both
 
 TARANTOOL = shutil.which("tarantool")
 
@@ -88,15 +87,7 @@ def tarantool_present():
 
 
 def run_both(tmp_path, scenario):
-    logs = []
-    for name, binary in (("tarantool", TARANTOOL), ("spindle", SPINDLE)):
-        node = BoxProcess(binary, SCRIPT, tmp_path / name)
-        try:
-            node.wait_ready()
-            logs.append(scenario(node.port))
-        finally:
-            node.stop()
-    return logs
+    return serve_both(SCRIPT, tmp_path, scenario)
 
 
 # ---------------------------------------------------------------------------
