@@ -9,9 +9,9 @@
 """
 from __future__ import annotations
 
-import argparse
 import importlib
 import sys
+from types import SimpleNamespace
 
 from spindle.core.version import SPINDLE_VERSION, TARANTOOL_VERSION
 
@@ -25,7 +25,25 @@ SUBCOMMANDS = {
 }
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
+def parse_args(argv: list[str]) -> SimpleNamespace:
+    """The options (chunks, interactive, version, script, args) of a command line."""
+    return parse_plain_args(argv) or parse_args_fully(argv)
+
+
+def parse_plain_args(argv: list[str]) -> SimpleNamespace | None:
+    """`spindle` and `spindle SCRIPT [ARGS]` (no option before SCRIPT, no `--`
+    anywhere), read as argparse reads them, without argparse: it and what its help
+    formatter imports (shutil, gettext, locale) cost ~5 ms of every start. None for
+    any other command line."""
+    if argv and (argv[0].startswith("-") or "--" in argv):
+        return None
+    script = argv[0] if argv else None
+    return SimpleNamespace(chunks=[], interactive=False, version=False, script=script,
+                           args=argv[1:])
+
+
+def parse_args_fully(argv: list[str]) -> SimpleNamespace:
+    import argparse
     parser = argparse.ArgumentParser(
         prog="spindle", usage=USAGE,
         description="Tarantool 2.6's replication core in Python, driven from Lua.",
@@ -38,7 +56,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="print the version and exit")
     parser.add_argument("script", nargs="?", help="Lua startup script")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments for SCRIPT")
-    return parser.parse_args(argv)
+    return parser.parse_args(argv, SimpleNamespace())
 
 
 def main(argv: list[str] | None = None) -> int:

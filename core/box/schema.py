@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from spindle.core import log
 
-import importlib.resources
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -39,7 +39,8 @@ ADMIN, GUEST, PUBLIC, REPLICATION, SUPER = 1, 0, 2, 3, 31
 
 
 def load_bootstrap_rows() -> list[tuple[int, list]]:
-    data = importlib.resources.files("spindle.core.box").joinpath("bootstrap.mp").read_bytes()
+    with open(os.path.join(os.path.dirname(__file__), "bootstrap.mp"), "rb") as source:
+        data = source.read()        # not importlib.resources: ~4 ms of imports a start
     return [(space_id, tup) for space_id, tup in msgpack.unpackb(data, raw=False)]
 
 

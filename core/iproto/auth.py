@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
-import hmac
 import os
 
 from spindle.core.iproto.constants import IprotoKey, IprotoType
@@ -30,6 +28,7 @@ def _bytes(password: str | bytes) -> bytes:
 
 
 def _sha1(data: bytes) -> bytes:
+    import hashlib   # here: OpenSSL's start-up costs every instance start ~2 ms
     return hashlib.sha1(data).digest()
 
 
@@ -89,6 +88,7 @@ def check_scramble(client_scramble: bytes, salt: bytes, stored: str | bytes | No
     if h2 is None or len(client_scramble) != SCRAMBLE_SIZE:
         return False
     h1 = _xor(client_scramble, _sha1(salt[:SCRAMBLE_SIZE] + h2))
+    import hmac
     return hmac.compare_digest(_sha1(h1), h2)
 
 

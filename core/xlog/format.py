@@ -22,7 +22,6 @@ import uuid as uuid_module
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-import crc32c as crc32c_module
 import zstandard
 
 from spindle.core.iproto.constants import IPROTO_BODY_LEN_MAX, XLOG_FIXHEADER_SIZE
@@ -103,13 +102,32 @@ class DataAfterEof(XlogError):
 # ---------------------------------------------------------------------------
 # Checksum and compression.
 
+def _load_crc32c():
+    """The crc32c package's C function. Loaded from its extension module directly:
+    the package's __init__ looks its own version up in the installed metadata
+    (importlib.metadata, the email parser: ~8 ms of every start)."""
+    from importlib.machinery import PathFinder
+    package = PathFinder.find_spec("crc32c")
+    if package is not None and package.submodule_search_locations:
+        spec = PathFinder.find_spec("crc32c._crc32c", package.submodule_search_locations)
+        if spec is not None and spec.loader is not None:
+            module = spec.loader.create_module(spec)
+            spec.loader.exec_module(module)
+            return module.crc32c
+    import crc32c   # pragma: no cover - another layout of the package
+    return crc32c.crc32c
+
+
+_crc32c_inverted = _load_crc32c()
+
+
 def crc32c(data: bytes | bytearray | memoryview, crc: int = 0) -> int:
     """Tarantool's crc32_calc(): CRC-32C with no initial or final inversion.
 
     The crc32c package computes the standard (inverted) variant; feeding it the
     inverted register and inverting the result cancels both inversions.
     """
-    return (~crc32c_module.crc32c(data, crc ^ 0xFFFFFFFF)) & 0xFFFFFFFF
+    return (~_crc32c_inverted(data, crc ^ 0xFFFFFFFF)) & 0xFFFFFFFF
 
 
 _local = threading.local()
@@ -469,14 +487,19 @@ def decode_block(buf: bytes | bytearray, pos: int = 0, *, base_offset: int = 0,
             raise CorruptBlock(offset, f"can't decompress block: {exc}") from exc
     else:
         data = stored
-    rows: list[XRow] = []
-    if with_rows:
-        try:
-            rows = decode_rows(data)
-        except ClientError as exc:
-            raise CorruptBlock(offset, "can't parse row",
-                               row_offset=getattr(exc, "offset", None)) from exc
+    rows = decode_block_rows(offset, data) if with_rows else []
     return Block(offset, size, fixheader, data, rows)
+
+
+def decode_block_rows(offset: int, data: bytes) -> list[XRow]:
+    """The rows of the payload `data` of the block at file `offset`; an undecodable
+    row is CorruptBlock "can't parse row" (what decode_block raises). For blocks
+    read without their rows (`with_rows=False`) and decoded later."""
+    try:
+        return decode_rows(data)
+    except ClientError as exc:
+        raise CorruptBlock(offset, "can't parse row",
+                           row_offset=getattr(exc, "offset", None)) from exc
 
 
 def encode_block(data: bytes, *, compress: bool = True) -> bytes:

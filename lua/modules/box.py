@@ -6,7 +6,6 @@ database, which blocks the fiber); applying an option's side effect goes through
 """
 from __future__ import annotations
 
-import json
 from typing import Any, Callable
 
 from spindle.core import log
@@ -60,9 +59,13 @@ class BoxModule:
             values = self.config.first_configure(options)
             given = options or {}
             try:
+                # As 2.6.0 sets up its logger before it reports any option: with
+                # log_level = 2 not even the log_level line is printed.
+                if given.get("log_level") is not None:
+                    self._apply("log_level", values["log_level"])
                 for name, value in values.items():
                     if name in given and given[name] is not None:
-                        log.info("set '%s' configuration option to %s", name, _show(value, name))
+                        log.info("set '%s' configuration option to %s", name, Shown(value, name))
                         self._apply(name, value)
                 self.storage.start(values)    # returns when the box is up
             except BaseException:
@@ -76,7 +79,7 @@ class BoxModule:
         else:
             changed = self.config.reconfigure(options, apply=self._apply)
             for name, value in changed.items():
-                log.info("set '%s' configuration option to %s", name, _show(value, name))
+                log.info("set '%s' configuration option to %s", name, Shown(value, name))
         for warning in self.config.warnings:
             log.warn("%s", warning)
         self.config.warnings.clear()
@@ -109,12 +112,22 @@ class BoxModule:
             fiber.storage.pop("last_error", None)
 
 
-def _show(value: Any, name: str = "") -> str:
-    """A value as 2.6.0's "set 'x' configuration option to ..." line shows it: JSON,
-    with the passwords of replication URIs left out."""
-    if name == "replication" and isinstance(value, (list, tuple)):
-        value = [_without_password(uri) for uri in value]
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+class Shown:
+    """An option's value as 2.6.0's "set 'x' configuration option to ..." line shows
+    it: JSON, with the passwords of replication URIs left out. Formatted (and json
+    imported) only when the line is printed: log_level = 2 prints none."""
+
+    __slots__ = ("value", "name")
+
+    def __init__(self, value: Any, name: str = ""):
+        self.value, self.name = value, name
+
+    def __str__(self) -> str:
+        import json
+        value = self.value
+        if self.name == "replication" and isinstance(value, (list, tuple)):
+            value = [_without_password(uri) for uri in value]
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def _without_password(uri: Any) -> Any:

@@ -6,15 +6,15 @@ and is emitted as lua/render.py emits console output. decode: libyaml's events b
 Lua values by lyaml's rules: plain scalars that read as null, booleans (only true,
 false, yes, no) or numbers become those; integers beyond 1e14 - 1 become int64/uint64
 cdata; tables get array_mt/map_mt; anchors and aliases share (or recurse into) tables.
+
+PyYAML and the renderer are imported by the first encode or decode, not with the
+module: they cost ~12 ms of every start, and most instances never use yaml.
 """
 from __future__ import annotations
 
 import base64
 import re
 
-import yaml
-
-from ..render import yaml_document
 from ..runtime import LuaRuntime, Multi, read_source
 from ..serialize import SerializeError, core, display_table
 
@@ -22,9 +22,14 @@ TAG_PREFIX = "tag:yaml.org,2002:"
 _DOUBLE_INT_MAX = 10 ** 14 - 1            # luaL_pushint64 keeps smaller ones as numbers
 _INT64_MIN, _INT64_MAX, _UINT64_MAX = -2 ** 63, 2 ** 63 - 1, 2 ** 64 - 1
 
-_Loader = getattr(yaml, "CLoader", None)
-if _Loader is None:   # pragma: no cover - see lua/render.py
-    raise ImportError("PyYAML must be built with libyaml (yaml.CLoader) for Spindle")
+
+def _libyaml_loader():
+    """PyYAML's libyaml-backed parser, PyYAML imported on first use."""
+    import yaml
+    loader = getattr(yaml, "CLoader", None)
+    if loader is None:   # pragma: no cover - see lua/render.py
+        raise ImportError("PyYAML must be built with libyaml (yaml.CLoader) for Spindle")
+    return loader
 
 
 def build(instance):
@@ -107,6 +112,7 @@ class YamlCodec:
     # ------------------------------------------------------------- encode
 
     def encode(self, packed, cfg, handle, prefix) -> str:
+        from ..render import yaml_document
         display = display_table(self.runtime, packed, 1, cfg=cfg)[0]
         tag = None
         if prefix is not None:
@@ -119,7 +125,7 @@ class YamlCodec:
     def decode(self, document: bytes, cfg, tag_only: bool):
         if isinstance(document, str):
             document = document.encode()
-        loader = _Loader(document)
+        loader = _libyaml_loader()(document)
         try:
             if tag_only:
                 return self._tags(loader)
@@ -128,6 +134,7 @@ class YamlCodec:
             loader.dispose()
 
     def _tags(self, loader) -> Multi:
+        import yaml
         try:
             loader.get_event()                      # stream start
             event = loader.get_event()
@@ -141,6 +148,7 @@ class YamlCodec:
         return Multi((handle, prefix))
 
     def _documents(self, loader, cfg) -> list:
+        import yaml
         state = _LoadState(self, loader, cfg)
         documents = []
         try:
@@ -188,6 +196,7 @@ class _LoadState:
         self.anchors: dict[str, object] = {}
 
     def next(self):
+        import yaml
         try:
             return self.loader.get_event()
         except yaml.YAMLError as exc:
@@ -195,6 +204,7 @@ class _LoadState:
 
     def node(self) -> tuple[object, bool]:
         """(value, True), or (None, False) at an end event."""
+        import yaml
         event = self.next()
         if isinstance(event, (yaml.DocumentEndEvent, yaml.MappingEndEvent,
                               yaml.SequenceEndEvent)):

@@ -115,3 +115,43 @@ def test_os_exit_typed_at_the_console_ends_it_quietly(tmp_path):
     assert done.stdout.splitlines()[0] == "1"
     assert "error" not in done.stdout and "2" not in done.stdout
     assert "Traceback" not in done.stderr
+
+
+def test_first_box_cfg_log_level_filters_its_own_option_lines(tmp_path):
+    """2.6.0 sets the log level before it reports the options: log_level = 2 (error)
+    prints no "set 'x' configuration option" line, not even its own."""
+    quiet = run(["-e", "box.cfg{log_level = 2, checkpoint_count = 3} os.exit(0)"], tmp_path)
+    assert quiet.returncode == 0, quiet.stderr
+    assert quiet.stderr == ""
+    (tmp_path / "verbose").mkdir()
+    loud = run(["-e", "box.cfg{log_level = 6, checkpoint_count = 3} os.exit(0)"],
+               tmp_path / "verbose")
+    assert loud.returncode == 0, loud.stderr
+    assert "I> set 'log_level' configuration option to 6" in loud.stderr
+    assert "I> set 'checkpoint_count' configuration option to 3" in loud.stderr
+
+
+def test_a_script_start_imports_only_what_it_uses(tmp_path):
+    """Cold start: the console, yaml, argparse and package metadata are imported only
+    by what needs them, not by a startup script that never uses them."""
+    write(tmp_path, "start.lua", "box.cfg{log_level = 2}\nos.exit(0)\n")
+    result = subprocess.run([sys.executable, "-X", "importtime", SPINDLE, "start.lua"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT)
+    assert result.returncode == 0, result.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "spindle.lua.box" in imported
+    unwanted = {"yaml", "spindle.lua.render", "spindle.lua.console", "spindle.shell.link",
+                "argparse", "importlib.metadata", "importlib.resources", "prompt_toolkit",
+                "rich"}
+    assert imported & unwanted == set()
+
+
+def test_yaml_imported_on_first_use_encodes_and_decodes(tmp_path):
+    write(tmp_path, "codec.lua",
+          "local yaml = require('yaml')\n"
+          "print(yaml.decode('[1, {a: 2}]')[2].a)\n"
+          "io.write(yaml.encode({1}))\n")
+    result = run(["codec.lua"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "2\n---\n- 1\n...\n"

@@ -232,6 +232,17 @@ def test_crc_is_tarantools_variant():
     assert crc32c(data[97 + 39:97 + 95], crc32c(data[97 + 19:97 + 39])) == 0x573B621A
 
 
+@given(st.binary(max_size=300), st.integers(0, 0xFFFFFFFF))
+def test_crc_extension_loaded_directly_is_the_packages_function(data, start):
+    """format.py loads crc32c's C function without the package's __init__ (start-up
+    time); it must be the very function the package exports."""
+    import crc32c as package
+
+    from spindle.core.xlog import format as xlog_format
+    assert xlog_format._crc32c_inverted(data, start) == package.crc32c(data, start)
+    assert crc32c(data, start) == (~package.crc32c(data, start ^ 0xFFFFFFFF)) & 0xFFFFFFFF
+
+
 @pytest.mark.parametrize("length,crc,expected", [
     (76, 0x573B621A, "d5ba0bab4c00ce573b621aa700000000000000"),
     (133, 0xFFB250F5, "d5ba0babcc8500ceffb250f5a6000000000000"),
