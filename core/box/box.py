@@ -11,13 +11,13 @@ with those rows (vclock {}), so the WAL starts empty.
 """
 from __future__ import annotations
 
+import functools
 import os
 import time
 from typing import Any, Callable, Iterable
 
 from spindle.core import log
 from spindle.core.fiber import Cond
-from spindle.core.iproto.constants import IprotoType, is_synchro
 from spindle.core.iproto.errors import ClientError, ErrorCode, TimedOut
 from spindle.core.iproto.xrow import XRow, decode_dml_body
 from spindle.core.box.field_types import ext_hook
@@ -31,19 +31,16 @@ from spindle.core.replication.replicaset import ReplicaSet
 
 from spindle.core.replication.replicaset import replicaset_follow, replicaset_sync
 
-from . import limbo_checkpoint, limbo_txn, startup
+from . import limbo_checkpoint, limbo_txn, row_apply, startup
 from .schema import Schema, load_bootstrap_rows
 from .txn import Engine
-
-DML_TYPES = (IprotoType.INSERT, IprotoType.REPLACE, IprotoType.UPDATE,
-             IprotoType.DELETE, IprotoType.UPSERT)
 
 
 class Box:
     def __init__(self, sched):
         self.sched = sched
         self.engine = Engine(journal=None, fiber_key=txn_key(sched))
-        sched.on_yield = lambda fiber: self.engine.txns.abort_on_yield()
+        sched.on_yield = self.engine.txns.abort_on_yield
         self.schema = Schema(self.engine)
         self._bootstrap_rows = load_bootstrap_rows()
         self.schema.create_system_spaces(self._bootstrap_rows)
@@ -129,7 +126,7 @@ class Box:
                              max_size=int(cfg.get("wal_max_size") or 268435456),
                              instance_id=self.instance_id)
         self.engine.txns.journal = self._journal
-        self.engine.txns.limbo_commit = lambda txn, rows: limbo_txn.limbo_commit(self, txn, rows)
+        self.engine.txns.limbo_commit = functools.partial(limbo_txn.limbo_commit, self)
         self.gc = GarbageCollector(memtx_dir, self.wal,
                                    checkpoint_count=int(cfg.get("checkpoint_count", 2)),
                                    sched=self.sched)
@@ -152,25 +149,7 @@ class Box:
         self.engine.space(request.space_id).recover_replace(request.tuple)
 
     def _apply_wal_tx(self, rows: list[XRow]) -> None:
-        txns = self.engine.txns
-        txn = txns.begin()
-        try:
-            for row in rows:
-                self.apply_row(row)
-        except BaseException:
-            txns.rollback()
-            raise
-        txns.commit()
-        limbo_txn.recover_tx(self, txn, rows)
-
-    def apply_row(self, row: XRow) -> None:
-        """Apply one redo row of recovery without logging it."""
-        if row.type not in DML_TYPES:
-            if is_synchro(row.type):
-                limbo_txn.recover_synchro_row(self, row)
-            return   # NOP
-        request = decode_dml_body(row.body, row.type, ext_hook)
-        self.engine.space(request.space_id).execute_request(request)
+        row_apply.recover_wal_tx(self, rows)
 
     # -------------------------------------------------------------- journal
 

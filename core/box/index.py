@@ -47,6 +47,8 @@ class DupMode(enum.Enum):
     REPLACE_OR_INSERT = 3   # replace a duplicate if any
 
 
+_DUP_REPLACE = DupMode.REPLACE      # (an Enum member lookup costs as much as a call)
+
 _REVERSE = frozenset({IteratorType.REQ, IteratorType.LT, IteratorType.LE})
 _ITERATOR_NAMES = {it.name: it for it in IteratorType}
 _ITERATOR_NUMBERS = {int(it): it for it in IteratorType}
@@ -142,7 +144,7 @@ class Index:
             key = self._entry_key(new)
             data = self._data
             dup = data.get(key)
-            if dup is not None or mode is DupMode.REPLACE:
+            if dup is not None or mode is _DUP_REPLACE:
                 code = replace_check_dup(old, dup, mode)
                 if code:
                     raise self._error(code)

@@ -161,7 +161,7 @@ def limbo_commit(box, txn: Any, rows: list[XRow]) -> None:
     transaction is undone by then)."""
     limbo = box.limbo
     is_sync = txn.is_sync
-    if box.checkpoint_gate.closed and (is_sync or limbo.queue):
+    if (is_sync or limbo.queue) and box.checkpoint_gate.closed:
         box.checkpoint_gate.pass_()       # a checkpoint is draining the limbo
     if not is_sync and not limbo.queue:
         box.journal_write(rows)

@@ -25,7 +25,8 @@ from spindle.core import log
 from typing import Any, Iterator, Sequence
 
 from spindle.core.box.field_types import (
-    INDEXABLE, FieldType, field_type_by_name, is_compatible, tuple_bsize, type1_contains_type2,
+    INDEXABLE, FieldType, field_type_by_name, is_compatible, packb, tuple_bsize,
+    type1_contains_type2,
 )
 from spindle.core.box.index import DupMode, Index, IndexDef, IndexType, make_index
 from spindle.core.box.key_def import normalize_key
@@ -36,6 +37,19 @@ from spindle.core.iproto.constants import GroupId, IprotoType
 from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.iproto.xrow import DmlRequest
 
+_INSERT, _REPLACE = int(IprotoType.INSERT), int(IprotoType.REPLACE)
+# The duplicate modes of INSERT and REPLACE (an Enum member lookup costs as much as a
+# call: the hot path takes them from here)
+_STORE_MODE = {_INSERT: DupMode.INSERT, _REPLACE: DupMode.REPLACE_OR_INSERT}
+
+
+def pack_tuple(tup: tuple) -> bytes | None:
+    """A stored tuple's MsgPack, or None when it has a value MsgPack cannot hold
+    (such a value fails later where it did before: in the redo row)."""
+    try:
+        return packb(tup)
+    except (OverflowError, TypeError, ValueError):
+        return None
 
 
 class _NullTuple:
@@ -109,20 +123,18 @@ class Space:
     # -- options --------------------------------------------------------------
 
     @property
-    def is_temporary(self) -> bool:
-        return bool(self.flags.get("temporary"))
+    def flags(self) -> dict:
+        return self._flags
 
-    @property
-    def is_local(self) -> bool:
-        return self.flags.get("group_id") == GroupId.LOCAL or bool(self.flags.get("is_local"))
-
-    @property
-    def is_sync(self) -> bool:
-        return bool(self.flags.get("is_sync"))
-
-    @property
-    def group_id(self) -> int:
-        return GroupId.LOCAL if self.is_local else GroupId.DEFAULT
+    @flags.setter
+    def flags(self, flags: dict) -> None:
+        # The options every statement asks for are kept as plain attributes; flags
+        # change only by assignment (an `_space` alter).
+        self._flags = flags
+        self.is_temporary = bool(flags.get("temporary"))
+        self.is_local = flags.get("group_id") == GroupId.LOCAL or bool(flags.get("is_local"))
+        self.is_sync = bool(flags.get("is_sync"))
+        self.group_id = GroupId.LOCAL if self.is_local else GroupId.DEFAULT
 
     @property
     def format(self) -> list[dict]:
@@ -194,18 +206,20 @@ class Space:
         n = len(tup)
         if self.field_count and n != self.field_count:
             raise ClientError(ErrorCode.ER_EXACT_FIELD_COUNT, n, self.field_count)
-        no = 0
-        for check in self._checks:
-            if no >= n:
-                break
-            if check is not None and not is_compatible(check[0], tup[no], check[1]):
-                raise ClientError(ErrorCode.ER_FIELD_TYPE, str(no + 1), check[0].value)
-            no += 1
+        for check, value in zip(self._checks, tup):
+            if check is not None and not is_compatible(check[0], value, check[1]):
+                self._raise_field_type(tup)
         if self._required and self._required[-1] >= n:
             for no in self._required:
                 if no >= n:
                     raise ClientError(ErrorCode.ER_FIELD_MISSING, str(no + 1))
         return tup if type(tup) is tuple else tuple(tup)
+
+    def _raise_field_type(self, tup: Any) -> None:
+        """ER_FIELD_TYPE of the first field of `tup` its type check refuses."""
+        for no, (check, value) in enumerate(zip(self._checks, tup)):
+            if check is not None and not is_compatible(check[0], value, check[1]):
+                raise ClientError(ErrorCode.ER_FIELD_TYPE, str(no + 1), check[0].value)
 
     # -- indexes --------------------------------------------------------------
 
@@ -336,11 +350,13 @@ class Space:
     def _request(self, type: int, **fields: Any) -> DmlRequest:
         return DmlRequest(type=type, space_id=self.id, **fields)
 
+    # DmlRequest(type, space_id, index_id, index_base, key, tuple): positional is
+    # quicker, and these two run for every Lua insert/replace
     def insert(self, tup: Sequence[Any]) -> tuple:
-        return self.txns.execute(self, self._request(IprotoType.INSERT, tuple=tup))
+        return self.txns.execute(self, DmlRequest(_INSERT, self.id, 0, 0, None, tup))
 
     def replace(self, tup: Sequence[Any]) -> tuple:
-        return self.txns.execute(self, self._request(IprotoType.REPLACE, tuple=tup))
+        return self.txns.execute(self, DmlRequest(_REPLACE, self.id, 0, 0, None, tup))
 
     def delete(self, key: Any, index_id: int = 0) -> tuple | None:
         return self.txns.execute(self, self._request(
@@ -389,10 +405,11 @@ class Space:
         rtype = request.type
         if self.engine == "blackhole":
             return self._execute_blackhole(stmt)
-        if rtype in (IprotoType.INSERT, IprotoType.REPLACE):
+        if rtype == _INSERT or rtype == _REPLACE:
             new = self.validate_tuple(request.tuple)
-            mode = DupMode.INSERT if rtype == IprotoType.INSERT else DupMode.REPLACE_OR_INSERT
-            stmt.old_tuple = self._replace_all(None, new, mode)
+            # packed once: for bsize here, for the redo row later
+            stmt.tuple_data = data = pack_tuple(new)
+            stmt.old_tuple = self._replace_all(None, new, _STORE_MODE[rtype], data)
             stmt.new_tuple = new
             return new
         if rtype == IprotoType.DELETE:
@@ -469,16 +486,21 @@ class Space:
 
     # -- index maintenance ----------------------------------------------------
 
-    def _replace_all(self, old: Any, new: Any, mode: DupMode) -> Any:
+    def _replace_all(self, old: Any, new: Any, mode: DupMode,
+                     new_data: bytes | None = None) -> Any:
         """memtx_space_replace_all_keys(): all-or-nothing across indexes; returns the
-        tuple that left the space (old, or a replaced duplicate)."""
+        tuple that left the space (old, or a replaced duplicate). `new_data`: `new`
+        packed, when the caller has it."""
         indexes = self.indexes
         pk = indexes.get(0)
         if pk is None or next(iter(indexes)) != 0:
             raise ClientError(ErrorCode.ER_NO_SUCH_INDEX_ID, 0, self.name)
         displaced = pk.replace(old, new, mode)
         if len(indexes) == 1:
-            self._account(displaced, new)
+            if displaced is None and new_data is not None:
+                self._bsize += len(new_data)      # _account() of a plain insert
+            else:
+                self._account(displaced, new, new_data)
             return displaced
         done = [pk]
         try:
@@ -492,7 +514,7 @@ class Space:
                 if displaced is not None:
                     idx.insert_raw(displaced)
             raise
-        self._account(displaced, new)
+        self._account(displaced, new, new_data)
         return displaced
 
     def undo(self, old: Any, new: Any) -> None:
@@ -506,10 +528,12 @@ class Space:
                 idx.insert_raw(old)
         self._account(new, old)
 
-    def _account(self, removed: Any, added: Any) -> None:
+    def _account(self, removed: Any, added: Any, added_data: bytes | None = None) -> None:
         if removed is not None:
             self._bsize -= tuple_bsize(removed)
-        if added is not None:
+        if added_data is not None:
+            self._bsize += len(added_data)
+        elif added is not None:
             self._bsize += tuple_bsize(added)
 
     # -- before_replace ---------------------------------------------------------

@@ -52,9 +52,30 @@ def _raw(value: Any) -> MsgpackRaw | None:
     return None if value is None else MsgpackRaw(packb(value))
 
 
-def request_row(request: DmlRequest, group_id: int = 0) -> XRow:
-    """The redo row of a DML request (no LSN: the journal assigns it)."""
-    if request.type == IprotoType.NOP:
+_INSERT, _REPLACE = int(IprotoType.INSERT), int(IprotoType.REPLACE)
+_LOCAL = int(GroupId.LOCAL)
+# space id -> the body of an INSERT/REPLACE up to its tuple: {SPACE_ID: id, TUPLE: ...
+_TUPLE_BODY_PREFIX: dict[int, bytes] = {}
+
+
+def _tuple_body_prefix(space_id: int) -> bytes:
+    # encode_dml_body itself lays it out, with an empty stand-in for the tuple
+    prefix = _TUPLE_BODY_PREFIX[space_id] = encode_dml_body(
+        IprotoType.INSERT, space_id, tuple=MsgpackRaw(b""))
+    return prefix
+
+
+def request_row(request: DmlRequest, group_id: int = 0,
+                tuple_data: bytes | None = None) -> XRow:
+    """The redo row of a DML request (no LSN: the journal assigns it). `tuple_data`:
+    the request's tuple already packed (INSERT/REPLACE), spares packing it again."""
+    rtype = request.type
+    if (tuple_data is not None and (rtype == _INSERT or rtype == _REPLACE)
+            and not request.index_id and not request.index_base
+            and request.key is None and request.ops is None):
+        prefix = _TUPLE_BODY_PREFIX.get(request.space_id) or _tuple_body_prefix(request.space_id)
+        return XRow(type=rtype, body=prefix + tuple_data, group_id=group_id)
+    if rtype == IprotoType.NOP:
         return XRow(type=IprotoType.NOP, group_id=group_id)
     body = encode_dml_body(request.type, request.space_id, index_id=request.index_id,
                            index_base=request.index_base, key=_raw(request.key),
@@ -65,7 +86,7 @@ def request_row(request: DmlRequest, group_id: int = 0) -> XRow:
 class Statement:
     """One statement: the tuples it removed/added (for undo) and the request to log."""
 
-    __slots__ = ("space", "old_tuple", "new_tuple", "request", "row")
+    __slots__ = ("space", "old_tuple", "new_tuple", "request", "row", "tuple_data")
 
     def __init__(self, space: Any, request: DmlRequest):
         self.space = space
@@ -73,6 +94,9 @@ class Statement:
         self.old_tuple: Any = None
         self.new_tuple: Any = None
         self.row: XRow | None = None
+        # MsgPack of request.tuple when the space packed it (INSERT/REPLACE): the
+        # redo row reuses it
+        self.tuple_data: bytes | None = None
 
     def __repr__(self) -> str:
         return (f"Statement({OP_NAMES.get(self.request.type, self.request.type)} "
@@ -122,8 +146,8 @@ class Txn:
         """The journal entry: rows of the statements in order (+ the NOP that closes a
         transaction ending with local rows but having replicated ones)."""
         rows = [s.row for s in self.statements if s.row is not None]
-        local = sum(1 for r in rows if r.group_id == GroupId.LOCAL)
-        if local and local != len(rows) and rows[-1].group_id == GroupId.LOCAL:
+        local = sum([r.group_id == _LOCAL for r in rows])
+        if local and local != len(rows) and rows[-1].group_id == _LOCAL:
             rows.append(XRow(type=IprotoType.NOP, group_id=GroupId.DEFAULT))
         return rows
 
@@ -170,10 +194,10 @@ class TxnManager:
     # -- explicit transactions ------------------------------------------------
 
     def begin(self) -> Txn:
-        if self.current is not None:
+        key = self.fiber_key()
+        if key in self._txns:
             raise ClientError(ErrorCode.ER_ACTIVE_TRANSACTION)
-        txn = Txn()
-        self._txns[self.fiber_key()] = txn
+        txn = self._txns[key] = Txn()
         return txn
 
     def commit(self) -> None:
@@ -225,8 +249,11 @@ class TxnManager:
         self.commit()
         return result
 
-    def abort_on_yield(self) -> None:
-        """The running fiber yields: an active memtx transaction is aborted."""
+    def abort_on_yield(self, fiber: Any = None) -> None:
+        """The running fiber yields: an active memtx transaction is aborted. (Called
+        on every yield: with no transaction open anywhere, it returns at once.)"""
+        if not self._txns:
+            return
         txn = self.current
         if txn is None or txn.status != "active" or txn.autocommit or txn.aborted_by_yield:
             return
@@ -237,11 +264,12 @@ class TxnManager:
 
     def execute(self, space: Any, request: DmlRequest) -> Any:
         """Run one DML statement of `space` (called by Space)."""
-        txn = self.current
+        key = self.fiber_key()
+        txn = self._txns.get(key)
         autocommit = txn is None
         if autocommit:
             txn = Txn(autocommit=True)
-            self._txns[self.fiber_key()] = txn
+            self._txns[key] = txn
         # A transaction aborted by a yield still takes statements in 2.6.0 (checked
         # against the binary); only its commit fails, with ER_TRANSACTION_YIELD.
         position = len(txn.statements)
@@ -250,7 +278,7 @@ class TxnManager:
         txn.depth += 1
         try:
             result = space.execute_stmt(stmt)
-            self._commit_stmt(stmt, redo=not (txn.replicated and txn.depth == 1))
+            self._commit_stmt(stmt, not (txn.replicated and txn.depth == 1))
         except BaseException:
             txn.depth -= 1
             txn.rollback_to(position)
@@ -265,7 +293,7 @@ class TxnManager:
     def _commit_stmt(self, stmt: Statement, redo: bool = True) -> None:
         space = stmt.space
         if redo and not space.is_temporary:
-            stmt.row = request_row(stmt.request, space.group_id)
+            stmt.row = request_row(stmt.request, space.group_id, stmt.tuple_data)
         if (stmt.old_tuple is not None or stmt.new_tuple is not None) and len(space.on_replace):
             op = OP_NAMES.get(stmt.request.type, str(stmt.request.type))
             space.on_replace.run(stmt.old_tuple, stmt.new_tuple, space.name, op)
@@ -355,6 +383,8 @@ class TxnManager:
     @staticmethod
     def _run_triggers(triggers: TriggerList, txn: Txn, what: str) -> None:
         # 2.6.0 cannot undo a commit or a rollback: a failing trigger is only logged.
+        if not len(triggers):
+            return
         for trigger in triggers:
             try:
                 trigger(txn)

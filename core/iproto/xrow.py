@@ -196,16 +196,16 @@ def unpack(raw: bytes, what: str = "packet body", ext_hook: Callable | None = No
     """Decode one complete MsgPack value; any defect is ER_INVALID_MSGPACK `what`.
     `ext_hook` turns MsgPack extensions into values (the box passes its own, so
     uuid and decimal fields of stored rows come back as uuid and Decimal)."""
-    hook = {"ext_hook": ext_hook} if ext_hook is not None else {}
+    hook = ext_hook or msgpack.ExtType         # msgpack's own default
     try:
         return msgpack.unpackb(raw, raw=False, strict_map_key=False,
-                               unicode_errors="surrogateescape", **hook)
+                               unicode_errors="surrogateescape", ext_hook=hook)
     except TypeError:
         # A map keyed by an array (legal in a Tarantool tuple) cannot become a
         # dict with list keys; arrays as Python tuples keep the data intact.
         try:
             return msgpack.unpackb(raw, raw=False, strict_map_key=False, use_list=False,
-                                   unicode_errors="surrogateescape", **hook)
+                                   unicode_errors="surrogateescape", ext_hook=hook)
         except Exception as exc:
             raise invalid_msgpack(what) from exc
     except Exception as exc:
@@ -429,6 +429,90 @@ def decode_row(buf: bytes, pos: int = 0, end: int | None = None, *,
     return row, pos
 
 
+class _NotUsual(Exception):
+    """decode_dml_packet met something it leaves to the strict decoder."""
+
+
+# the row types that change data, as plain ints (a set lookup, no enum compare)
+DML_WRITE_TYPES = frozenset(int(t) for t in (IprotoType.INSERT, IprotoType.REPLACE,
+                                              IprotoType.UPDATE, IprotoType.DELETE,
+                                              IprotoType.UPSERT))
+
+
+def decode_dml_packet(packet: bytes, ext_hook: Callable | None = None
+                      ) -> tuple[XRow, Any] | None:
+    """A replication stream's DML row the quick way: (row, its body unpacked), the
+    row equal to what decode_row(packet, exact=True) returns. None for anything
+    unusual — another row type, a header decode_row would refuse or that has keys
+    or value encodings beyond fixint keys, uint values and a double TIMESTAMP, a
+    body the unpacker refuses — which the caller then hands to decode_row, so
+    errors and odd rows keep their one strict path."""
+    try:
+        row, pos = _usual_header(packet)
+    except (_NotUsual, IndexError, struct.error, MsgpackError):
+        return None
+    if row.type not in DML_WRITE_TYPES or pos >= len(packet):
+        return None
+    body = packet[pos:]
+    try:
+        value = msgpack.unpackb(body, raw=False, strict_map_key=False,
+                                unicode_errors="surrogateescape",
+                                ext_hook=ext_hook or msgpack.ExtType)
+    except Exception:   # noqa: BLE001 - whatever it is, the strict path says it
+        return None
+    row.body = body
+    return row, value
+
+
+# header keys the quick decoder takes (uint values): REQUEST_TYPE, SYNC, REPLICA_ID,
+# LSN, SCHEMA_VERSION, GROUP_ID, TSN, FLAGS; TIMESTAMP (4) has its own branch
+_USUAL_UINT_KEY = (True, True, True, True, False, True, False, True, True, True)
+_COMMIT_FLAG = int(IprotoFlag.COMMIT)
+
+
+def _usual_header(buf: bytes) -> tuple[XRow, int]:
+    """The header as _decode_header reads it, for fixmap headers whose keys are
+    fixints of the uint fields and TIMESTAMP; _NotUsual for anything else."""
+    first = buf[0]
+    if first & 0xF0 != 0x80:
+        raise _NotUsual()
+    # by key: type, sync, replica_id, lsn, timestamp, schema_version, -,
+    # group_id, the TSN field (None: absent), flags
+    fields = [0, 0, 0, 0, 0.0, 0, 0, 0, None, 0]
+    pos = 1
+    for _ in range(first & 0x0F):
+        key = buf[pos]
+        marker = buf[pos + 1]
+        if marker < 0x80:
+            if key > 9 or not _USUAL_UINT_KEY[key]:
+                raise _NotUsual()
+            fields[key] = marker
+            pos += 2
+        elif key == 4:
+            if marker != 0xCB:              # TIMESTAMP is a double, nothing else
+                raise _NotUsual()
+            fields[4] = _unpack_double(buf, pos + 2)[0]
+            pos += 10
+        elif marker in UINT_WIDE_MARKERS:
+            if key > 9 or not _USUAL_UINT_KEY[key]:
+                raise _NotUsual()
+            fields[key], pos = _decode_uint(buf, pos + 1)
+        else:
+            raise _NotUsual()
+    if pos > len(buf):
+        raise _NotUsual()
+    lsn = fields[3]
+    tsn_field = fields[8]
+    if tsn_field is None:
+        tsn, is_commit = lsn, True
+    else:
+        if tsn_field >= 1 << 63:     # the wrapped difference of a local row (see encode)
+            tsn_field -= 1 << 64
+        tsn, is_commit = lsn - tsn_field, bool(fields[9] & _COMMIT_FLAG)
+    return XRow(fields[0], None, fields[2], lsn, fields[4], fields[7], tsn, is_commit,
+                fields[1], fields[5]), pos
+
+
 def decode_rows(payload: bytes) -> list[XRow]:
     """All rows of an xlog block payload (back-to-back, no length prefixes).
 
@@ -564,10 +648,32 @@ def decode_dml_body(body: bytes | None, request_type: int,
                     ext_hook: Callable | None = None) -> DmlRequest:
     """Decode and validate a DML body like xrow_decode_dml() (keys outside the
     DML set are kept in `extra`; mandatory keys per type are enforced)."""
+    if body is None:
+        return dml_request_from_map(NO_BODY, request_type)
+    return dml_request_from_map(unpack(body, "packet body", ext_hook), request_type)
+
+
+NO_BODY = object()      # dml_request_from_map: the row had no body at all
+_INSERT, _REPLACE = int(IprotoType.INSERT), int(IprotoType.REPLACE)
+_SPACE_ID, _TUPLE = int(IprotoKey.SPACE_ID), int(IprotoKey.TUPLE)
+
+
+def dml_request_from_map(decoded: Any, request_type: int) -> DmlRequest:
+    """The validation half of decode_dml_body, for a body unpacked already (or
+    NO_BODY). The body every INSERT/REPLACE row of a WAL or a replication stream
+    has, {SPACE_ID: uint, TUPLE: array} with int keys, is taken at once."""
+    if type(decoded) is dict and len(decoded) == 2 and (
+            request_type == _INSERT or request_type == _REPLACE):
+        first, second = decoded
+        if type(first) is int and type(second) is int:
+            space_id = decoded.get(_SPACE_ID)
+            tup = decoded.get(_TUPLE)
+            if type(space_id) is int and space_id >= 0 and type(tup) is list:
+                # positional: type, space_id, index_id, index_base, key, tuple
+                return DmlRequest(request_type, space_id, 0, 0, None, tup)
     request = DmlRequest(type=request_type)
     found: set[int] = set()
-    if body is not None:
-        decoded = unpack(body, "packet body", ext_hook)
+    if decoded is not NO_BODY:
         if not isinstance(decoded, dict):
             raise invalid_msgpack("packet body")
         for key, value in decoded.items():

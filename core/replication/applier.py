@@ -49,7 +49,7 @@ from spindle.core.iproto.xrow import XRow
 from spindle.core.vclock import VClock
 from spindle.core.version import TARANTOOL_VERSION
 
-from .apply import SnapshotRows, StreamError, applier_apply_tx
+from .apply import ReplicatedTx, SnapshotRows, StreamError, applier_apply_tx
 from .replica import ApplierState
 from .streams import (
     BusyYield, Connection, TxAssembler, connect_uri, decoded, describe_error, reply_error,
@@ -512,6 +512,7 @@ class Applier:
         on_rollback = counters.on_rollback.add(self._on_rollback)
         skip_conflict = bool(self._cfg("replication_skip_conflict", False))
         assembler = TxAssembler(box)
+        apply_tx = ReplicatedTx(box).apply
         yield_if_busy = BusyYield(self.sched)
         try:
             while True:
@@ -521,7 +522,7 @@ class Applier:
                 rows = self._read_tx(assembler)
                 if rows[0].lsn == 0:
                     self._signal_ack()       # a heartbeat: answer it
-                elif not applier_apply_tx(box, rows, skip_conflict):
+                elif not apply_tx(rows, skip_conflict, assembler.tx_bodies):
                     self._signal_ack()       # applied already (another upstream)
         finally:
             counters.on_commit.remove(on_commit)
@@ -530,14 +531,15 @@ class Applier:
     def _read_tx(self, assembler: TxAssembler) -> list[XRow]:
         """applier_read_tx: rows until the one that commits their transaction."""
         timeout = self._disconnect_timeout()
+        read, clock = self._conn.read_stream_row, self.sched.clock
         while True:
-            row = self._conn.read_row(timeout)
-            if is_error_type(row.type):
+            row, body = read(timeout)
+            if body is None and is_error_type(row.type):    # (an unpacked body: DML)
                 raise decode_error(row)
             if row.timestamp > 0:
                 self.lag = time.time() - row.timestamp
-            self.last_row_time = self.sched.clock()
-            tx = assembler.push(row)
+            self.last_row_time = clock()
+            tx = assembler.push(row, body)
             if tx is not None:
                 return tx
 

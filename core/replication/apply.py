@@ -9,7 +9,10 @@ apply_row and the join streams of replication.rst).
   through Box.submit_replicated): the reader goes on reading while the WAL writes, and
   the original rows, not rebuilt ones, reach the local WAL. `replicaset.applier.vclock`
   runs ahead of the written vclock by what is in flight, so nothing is applied twice,
-  even when two appliers bring the same rows (full mesh).
+  even when two appliers bring the same rows (full mesh). The bodies come unpacked
+  by the reader where it could (streams.py), and every row is a statement of
+  core/box/row_apply.py: no redo row, and no TxnManager.execute bookkeeping for a
+  space without triggers.
 * Completion follows the seed: a commit runs `replicaset.applier.on_commit` (the
   writers send ACKs); a failed write sets the shared diag, runs
   `replicaset.applier.on_rollback` (the appliers reconnect) and puts the applier vclock
@@ -21,19 +24,20 @@ and the applier reconnects instead of stopping for good.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Iterable
 
 from spindle.core import log
 from spindle.core.box.limbo_txn import limbo_enter_replicated
+from spindle.core.box.row_apply import execute_logged
 from spindle.core.iproto.constants import GroupId, IprotoKey, IprotoType, is_synchro
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
 from spindle.core.box.field_types import ext_hook
 from spindle.core.iproto.xrow import (
-    DmlRequest, XRow, decode_dml_body, decode_synchro_body, unpack,
+    DML_WRITE_TYPES, DmlRequest, XRow, decode_dml_body, decode_synchro_body,
+    dml_request_from_map, unpack,
 )
 
-DML_TYPES = frozenset((IprotoType.INSERT, IprotoType.REPLACE, IprotoType.UPDATE,
-                       IprotoType.DELETE, IprotoType.UPSERT))
 SNAPSHOT_BATCH = 1000      # snapshot rows per transaction (and per yield)
 
 
@@ -133,69 +137,111 @@ def known_lsn(replicaset, replica_id: int) -> int:
 
 
 def applier_apply_tx(box, rows: list[XRow], skip_conflict: bool = False) -> bool:
-    """Apply one transaction of replicated rows and hand it to the journal without
-    waiting for the write. Returns False when everything in it is applied already.
-    Raises what applying raised (the local transaction is rolled back: no part of a
-    transaction is ever left applied)."""
-    replicaset = box.replicaset
-    last = rows[-1]
-    applied = known_lsn(replicaset, last.replica_id)
-    if applied >= last.lsn:
-        return False
-    if applied >= rows[0].lsn or rows[0].replica_id != last.replica_id:
-        # Part of it came through another upstream already (a master switch in
-        # the middle of a transaction): keep only the rows not applied yet.
-        rows = [row for row in rows if row.lsn > known_lsn(replicaset, row.replica_id)]
-    txns = box.engine.txns
-    txn = txns.begin()
-    txn.replicated = True
-    try:
-        journal_rows = [_apply_row(box, row, skip_conflict) for row in rows]
-        journal_rows.extend(_local_trigger_rows(txn))
-        # synchronous, or behind pending synchronous ones: into the limbo with the
-        # master's LSN (txn_commit_try_async)
-        limbo_enter_replicated(box, txn, rows)
-    except BaseException:
-        txns.rollback()
-        raise
-    txn.on_rollback.add(lambda txn_: _on_txn_rollback(box, txn_))
-    txn.on_commit.add(lambda txn_: _run(replicaset.applier.on_commit, txn_, "on_commit"))
-    txns.commit_async(box.submit_replicated, journal_rows)
-    # In the journal now: later rows up to here are duplicates. (A failed write
-    # puts the vclock back, see _on_txn_rollback.)
-    vclock = replicaset.applier.vclock
-    for row in rows:
-        if row.lsn > vclock.get(row.replica_id):
-            vclock.reset(row.replica_id, row.lsn)
-    return True
+    """Apply one transaction of replicated rows (see ReplicatedTx.apply)."""
+    return ReplicatedTx(box).apply(rows, skip_conflict)
 
 
-def _apply_row(box, row: XRow, skip_conflict: bool) -> XRow:
-    """Apply one row in the current transaction; the row to log for it."""
-    rtype = row.type
-    if rtype == IprotoType.NOP:
-        return row
-    if is_synchro(rtype):
+class ReplicatedTx:
+    """applier_apply_tx for one box, with what every transaction takes looked up
+    once: an applier makes one per subscription and applies the stream with it."""
+
+    def __init__(self, box):
+        self.box = box
+        self.replicaset = box.replicaset
+        self.txns = box.engine.txns
+        # the same triggers for every transaction: they get it as their argument
+        self.on_commit = functools.partial(_on_txn_commit, box.replicaset)
+        self.on_rollback = functools.partial(_on_txn_rollback, box)
+
+    def apply(self, rows: list[XRow], skip_conflict: bool = False,
+              bodies: list | None = None) -> bool:
+        """Apply one transaction and hand it to the journal without waiting for
+        the write. Returns False when everything in it is applied already. Raises
+        what applying raised (the local transaction is rolled back: no part of a
+        transaction is ever left applied). `bodies`: the rows' bodies as the
+        reader unpacked them, row for row (None where it did not)."""
+        box, replicaset = self.box, self.replicaset
+        last = rows[-1]
+        applied = known_lsn(replicaset, last.replica_id)
+        if applied >= last.lsn:
+            return False
+        if applied >= rows[0].lsn or rows[0].replica_id != last.replica_id:
+            # Part of it came through another upstream already (a master switch
+            # in the middle of a transaction): keep only the rows not applied yet.
+            rows = [row for row in rows if row.lsn > known_lsn(replicaset, row.replica_id)]
+            bodies = None
+        txns = self.txns
+        txn = txns.begin()
+        txn.replicated = True
         try:
-            decode_synchro_body(row.body)
-        except BoxError as exc:
-            raise StreamError(exc) from exc
-        box.apply_synchro_row(row)
-        return row
-    if rtype not in DML_TYPES:
-        raise StreamError(ClientError(ErrorCode.ER_UNKNOWN_REQUEST_TYPE, rtype))
-    request = decode_request(row)
-    space = box.engine.space(request.space_id)
-    try:
-        space.execute_request(request)
-    except ClientError as exc:
-        # replication_skip_conflict: a duplicate is logged as a NOP with the
-        # row's own header, so the vclock still moves past it.
-        if exc.code != ErrorCode.ER_TUPLE_FOUND or not skip_conflict:
+            journal_rows = _apply_rows(box, txn, rows, bodies, skip_conflict)
+            if box.limbo.queue or txn.is_sync:
+                # synchronous, or behind pending synchronous ones: into the limbo
+                # with the master's LSN (txn_commit_try_async)
+                limbo_enter_replicated(box, txn, rows)
+        except BaseException:
+            txns.rollback()
             raise
-        log.info("skipping row {%d: %d}: %s", row.replica_id, row.lsn, exc)
-        return dataclasses.replace(row, type=IprotoType.NOP, body=None)
-    return row
+        txn.on_rollback.add(self.on_rollback)
+        txn.on_commit.add(self.on_commit)
+        txns.commit_async(box.submit_replicated, journal_rows)
+        # In the journal now: later rows up to here are duplicates. (A failed
+        # write puts the vclock back, see _on_txn_rollback.)
+        vclock = replicaset.applier.vclock
+        for row in rows:
+            if row.lsn > vclock.get(row.replica_id):
+                vclock.reset(row.replica_id, row.lsn)
+        return True
+
+
+def _apply_rows(box, txn, rows: list[XRow], bodies: list | None,
+                skip_conflict: bool) -> list[XRow]:
+    """Apply the rows in `txn`; the rows to log: the rows themselves (a skipped
+    conflict as a NOP), then what triggers wrote to local spaces."""
+    journal_rows = rows
+    engine = box.engine
+    spaces = engine.spaces
+    for i, row in enumerate(rows):
+        rtype = row.type
+        if rtype in DML_WRITE_TYPES:
+            request = _request(row, bodies[i] if bodies is not None else None)
+            space = spaces.get(request.space_id)
+            if space is None:
+                space = engine.space(request.space_id)      # raises ER_NO_SUCH_SPACE
+            try:
+                execute_logged(txn, space, request)
+            except ClientError as exc:
+                # replication_skip_conflict: a duplicate is logged as a NOP with
+                # the row's own header, so the vclock still moves past it.
+                if exc.code != ErrorCode.ER_TUPLE_FOUND or not skip_conflict:
+                    raise
+                log.info("skipping row {%d: %d}: %s", row.replica_id, row.lsn, exc)
+                if journal_rows is rows:
+                    journal_rows = list(rows)
+                journal_rows[i] = dataclasses.replace(row, type=IprotoType.NOP, body=None)
+        elif rtype == IprotoType.NOP:
+            continue
+        elif is_synchro(rtype):
+            try:
+                decode_synchro_body(row.body)
+            except BoxError as exc:
+                raise StreamError(exc) from exc
+            box.apply_synchro_row(row)
+        else:
+            raise StreamError(ClientError(ErrorCode.ER_UNKNOWN_REQUEST_TYPE, rtype))
+    extra = _local_trigger_rows(txn)
+    return journal_rows + extra if extra else journal_rows
+
+
+def _request(row: XRow, body: Any) -> DmlRequest:
+    """The DML request of a replicated row from its body as the reader unpacked it,
+    or from the raw body; StreamError if the body is bad."""
+    if body is None:
+        return decode_request(row)
+    try:
+        return dml_request_from_map(body, row.type)
+    except BoxError as exc:
+        raise StreamError(exc) from exc
 
 
 def _local_trigger_rows(txn) -> list[XRow]:
@@ -212,6 +258,10 @@ def _local_trigger_rows(txn) -> list[XRow]:
                               "distributed transactions")
         extra.append(stmt.row)
     return extra
+
+
+def _on_txn_commit(replicaset, txn) -> None:
+    _run(replicaset.applier.on_commit, txn, "on_commit")
 
 
 def _on_txn_rollback(box, txn) -> None:

@@ -14,13 +14,15 @@ import ipaddress
 import os
 import selectors
 import socket
+from typing import Any
 
 from spindle.core import log
+from spindle.core.box.field_types import ext_hook
 from spindle.core.fiber.coio import CoSocket, SocketError, run_in_thread
 from spindle.core.iproto.constants import is_error_type
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode, TimedOut
 from spindle.core.iproto.replication import decode_error
-from spindle.core.iproto.xrow import XRow, decode_row
+from spindle.core.iproto.xrow import XRow, decode_dml_packet, decode_row
 from spindle.core.net.protocol import FrameReader, PacketError
 
 from .apply import StreamError
@@ -59,10 +61,15 @@ class TxAssembler:
     def __init__(self, box):
         self.box = box
         self.rows: list[XRow] = []
+        self.bodies: list = []
         self.tsn = 0
+        # the unpacked bodies of the transaction push() returned last (None where
+        # a row's body was not unpacked by the reader), row for row
+        self.tx_bodies: list = []
 
-    def push(self, row: XRow) -> list[XRow] | None:
-        """Add a row; the whole transaction when this row ends it."""
+    def push(self, row: XRow, body=None) -> list[XRow] | None:
+        """Add a row (and its body, if the reader unpacked it); the whole
+        transaction when this row ends it."""
         if row.replica_id >= VCLOCK_MAX:
             raise StreamError(ClientError(ErrorCode.ER_UNKNOWN_REPLICA, str(row.replica_id),
                                           self.box.schema.replicaset_uuid or ""))
@@ -76,9 +83,11 @@ class TxAssembler:
             raise StreamError(ClientError(ErrorCode.ER_UNSUPPORTED, "replication",
                                           "interleaving transactions"))
         self.rows.append(row)
+        self.bodies.append(body)
         if not row.is_commit:
             return None
         tx, self.rows = self.rows, []
+        self.tx_bodies, self.bodies = self.bodies, []
         return tx
 
 
@@ -128,6 +137,22 @@ class Connection:
 
     def read_row(self, timeout: float | None) -> XRow:
         return self.decode(self.read_packet(timeout))
+
+    def read_stream_row(self, timeout: float | None) -> tuple[XRow, Any]:
+        """The next row of a SUBSCRIBE stream and, for the usual DML rows, its body
+        unpacked (None otherwise: the row is decoded the strict way and its body
+        left to whoever needs it). Rows already buffered are taken without a call
+        into the socket layer."""
+        try:
+            packet = self.frames.next_buffered()
+        except PacketError as exc:          # a broken length prefix
+            raise StreamError(exc.error) from None
+        if packet is None:
+            packet = self.read_packet(timeout)
+        quick = decode_dml_packet(packet, ext_hook)
+        if quick is not None:
+            return quick
+        return self.decode(packet), None
 
     @staticmethod
     def decode(packet: bytes) -> XRow:

@@ -42,9 +42,7 @@ from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
 from spindle.core.iproto.xrow import XRow
 from spindle.core.vclock import VClock
 from spindle.core.xlog.files import XlogReader, list_files, read_meta, remove_inprogress
-from spindle.core.xlog.format import (
-    SNAP, XLOG, CorruptBlock, XlogError, XlogMeta, split_transactions,
-)
+from spindle.core.xlog.format import SNAP, XLOG, CorruptBlock, XlogError, XlogMeta
 
 ROWS_PER_LOG_LINE = 100_000
 
@@ -255,9 +253,11 @@ class _Recovery:
         with XlogReader(path, expected_type=XLOG, force_recovery=self.force) as reader:
             try:
                 for block in reader.blocks():
-                    txs, pending = split_transactions(block.rows, pending)
-                    for tx in txs:
-                        file_rows = self._apply_tx(tx, vclock, file_rows)
+                    for row in block.rows:
+                        pending.append(row)
+                        if row.is_commit:
+                            file_rows = self._apply_tx(pending, vclock, file_rows)
+                            pending = []
                     reported = self._log_skipped(reader, reported, path)
                     self._report("xlog", path, reader.position, base)
             except XlogError as exc:
@@ -278,14 +278,16 @@ class _Recovery:
 
     def _apply_tx(self, tx: list[XRow], vclock: VClock, file_rows: int) -> int:
         result = self.result
-        fresh = [row for row in tx if row.lsn > vclock.get(row.replica_id)]
-        result.rows_skipped += len(tx) - len(fresh)
-        if not fresh:
-            return file_rows
+        known = vclock.get
+        fresh = [row for row in tx if row.lsn > known(row.replica_id)]
+        if len(fresh) != len(tx):
+            result.rows_skipped += len(tx) - len(fresh)
+            if not fresh:
+                return file_rows
         # Like 2.6.0, the vclock moves before the rows are applied: with
         # force_recovery a refused row still counts as read.
         for row in fresh:
-            if row.lsn > vclock.get(row.replica_id):
+            if row.lsn > known(row.replica_id):
                 vclock.reset(row.replica_id, row.lsn)
         try:
             self.apply_row(fresh)
@@ -299,12 +301,8 @@ class _Recovery:
         else:
             result.rows_applied += len(fresh)
             result.transactions += 1
-        for _ in fresh:
-            file_rows += 1
-            self.rows += 1
-            if file_rows % ROWS_PER_LOG_LINE == 0:
-                log.info("%.1fM rows processed", file_rows / 1e6)
-        return file_rows
+        self.rows += len(fresh)
+        return _count_rows(file_rows, len(fresh))
 
     # -- the whole flow
 
@@ -354,6 +352,15 @@ class _Recovery:
             for path in remove_inprogress(dirname):
                 log.info("removed %s", path)
                 self.result.removed.append(path)
+
+
+def _count_rows(file_rows: int, more: int) -> int:
+    """`file_rows` + `more`, with a progress line for every ROWS_PER_LOG_LINE
+    crossed."""
+    total = file_rows + more
+    for mark in range(file_rows // ROWS_PER_LOG_LINE + 1, total // ROWS_PER_LOG_LINE + 1):
+        log.info("%.1fM rows processed", mark * ROWS_PER_LOG_LINE / 1e6)
+    return total
 
 
 def recover(memtx_dir: str, wal_dir: str, apply_snapshot_row: Callable[[XRow], None],

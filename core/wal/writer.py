@@ -64,6 +64,7 @@ from spindle.core.xlog.format import (
 )
 
 MODES = ("none", "write", "fsync")
+_LOCAL = int(GroupId.LOCAL)
 DEFAULT_MAX_SIZE = 256 * 1024 * 1024
 XLOG_EXT = ".xlog"
 
@@ -76,9 +77,11 @@ class WalIO:
         return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
 
     def write(self, fd: int, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        written = os.write(fd, data)
+        if written < len(data):         # a short write: the rest, piece by piece
+            view = memoryview(data)[written:]
+            while view:
+                view = view[os.write(fd, view):]
 
     def fsync(self, fd: int) -> None:
         os.fdatasync(fd)
@@ -155,6 +158,8 @@ def assign_lsn(rows: list[XRow], vclock: VClock, instance_id: int, timestamp: fl
             row.lsn = row.tsn = vclock.inc(row.replica_id)
             row.is_commit = True
             return
+    if _sign_local_tx(rows, vclock, instance_id, timestamp):
+        return
     tsn = 0
     first_global = 0
     last = len(rows) - 1
@@ -180,6 +185,27 @@ def assign_lsn(rows: list[XRow], vclock: VClock, instance_id: int, timestamp: fl
     # Local-space rows before the first global one could not know the TSN yet.
     for row in rows[:first_global]:
         row.tsn = tsn
+
+
+def _sign_local_tx(rows: list[XRow], vclock: VClock, instance_id: int,
+                   timestamp: float) -> bool:
+    """assign_lsn() of the usual local transaction: every row new (no LSN, no other
+    replica's id) and of a replicated space. They take the next LSNs of this
+    instance's component at once; the TSN is the first one. False, with nothing
+    changed, for any other transaction."""
+    for row in rows:
+        if row.lsn or row.group_id == _LOCAL or row.replica_id not in (0, instance_id):
+            return False
+    first = vclock.get(instance_id) + 1
+    vclock.reset(instance_id, first + len(rows) - 1)
+    for lsn, row in enumerate(rows, first):
+        row.timestamp = timestamp
+        row.replica_id = instance_id
+        row.lsn = lsn
+        row.tsn = first
+        row.is_commit = False
+    rows[-1].is_commit = True
+    return True
 
 
 class WalWriter:

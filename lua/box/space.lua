@@ -7,6 +7,7 @@
 local native, blocking, wait, tuple, box = ...
 local type, rawget, rawequal, select, error, tostring = type, rawget, rawequal, select, error, tostring
 local setmetatable, pairs, ipairs, string_format = setmetatable, pairs, ipairs, string.format
+local getmetatable, unpack = getmetatable, unpack
 local bless, bless_list, is_tuple = tuple.bless, tuple.bless_list, tuple.is
 
 local spaces = {}          -- box.space: id and name -> space object
@@ -96,13 +97,74 @@ local function check_select_opts(opts, key)
 end
 
 -- A DML statement: straight through inside a transaction (nothing waits), through
--- wait() otherwise (the autocommit waits for the WAL).
+-- wait() otherwise (the autocommit waits for the WAL). The natives answer false,
+-- having done nothing, when no transaction is open; no DML result is false.
 local function dml(name, ...)
     dml_epoch = dml_epoch + 1
-    if native.in_txn() then
-        return native[name](...)
+    local result = native[name](...)
+    if result == false then
+        return wait(blocking[name], ...)
     end
-    return wait(blocking[name], ...)
+    return result
+end
+
+-- insert/replace of a tuple of plain fields: the fields travel as arguments (one
+-- conversion by lupa instead of a Python walk over the table) and, unless a
+-- before_replace trigger could have changed it, the result is built here from the
+-- same values, which is what the stored tuple converts back to.
+local function put_fields(name, sid, ...)
+    local result = native[name](sid, ...)
+    if result == false then
+        result = wait(blocking[name], sid, ...)
+    end
+    if result == true then
+        return {...}
+    end
+    return result
+end
+
+local MAX_PLAIN_FIELDS, MAX_EXACT = 128, 2^53
+
+-- The field count of `t` when it is an array of strings, booleans and numbers that
+-- come back from Python unchanged (not -0, NaN, or beyond 2^53, which become
+-- int64 cdata), with no other keys and no serializer hint but a tuple's: then it
+-- converts to exactly these fields. nil otherwise.
+local function plain_length(t)
+    if type(t) ~= 'table' or (getmetatable(t) ~= nil and not is_tuple(t)) then
+        return nil
+    end
+    local n = #t
+    if n > MAX_PLAIN_FIELDS then
+        return nil
+    end
+    for i = 1, n do
+        local v = t[i]
+        local kind = type(v)
+        if kind == 'number' then
+            if v ~= v or v > MAX_EXACT or v < -MAX_EXACT or (v == 0 and 1 / v < 0) then
+                return nil
+            end
+        elseif kind ~= 'string' and kind ~= 'boolean' then
+            return nil
+        end
+    end
+    local count = 0
+    for _ in pairs(t) do
+        count = count + 1
+    end
+    if count ~= n then
+        return nil
+    end
+    return n
+end
+
+local function put(name, fields_name, sid, t)
+    local n = plain_length(t)
+    if n == nil then
+        return dml(name, sid, t)
+    end
+    dml_epoch = dml_epoch + 1
+    return put_fields(fields_name, sid, unpack(t, 1, n))
 end
 
 -- index objects ---------------------------------------------------------------------
@@ -252,12 +314,12 @@ end
 
 function space_mt.insert(space, t)
     check_space_arg(space, 'insert')
-    return bless(dml('insert', space.id, t), tuple_mts[space.id])
+    return bless(put('insert', 'insert_fields', space.id, t), tuple_mts[space.id])
 end
 
 function space_mt.replace(space, t)
     check_space_arg(space, 'replace')
-    return bless(dml('replace', space.id, t), tuple_mts[space.id])
+    return bless(put('replace', 'replace_fields', space.id, t), tuple_mts[space.id])
 end
 space_mt.put = space_mt.replace
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from functools import partial
 from typing import Any, Callable
 
 from spindle.core import log
@@ -43,7 +44,6 @@ class SpaceApi:
         self.tuples = storage.tuples
         self._to_py = runtime.to_py
         natives = {
-            "in_txn": lambda: self.engine.txns.current is not None,
             "get": self.get, "select": self.select, "count": self.count,
             "min": self.min, "max": self.max, "random": self.random,
             "len": self.len, "bsize": self.bsize, "index_bsize": self.index_bsize,
@@ -51,8 +51,10 @@ class SpaceApi:
             "set_trigger": self.set_trigger, "frommap": self.frommap,
         }
         dml = {"insert": self.insert, "replace": self.replace, "update": self.update,
-               "upsert": self.upsert, "delete": self.delete}
-        natives.update(dml)
+               "upsert": self.upsert, "delete": self.delete,
+               "insert_fields": partial(self.put_fields, method=Space.insert),
+               "replace_fields": partial(self.put_fields, method=Space.replace)}
+        natives.update({name: self._in_txn_only(fn) for name, fn in dml.items()})
         bridge = runtime.bridge
         chunk = runtime.load(read_source("box/space.lua"), "@box/space.lua")
         self.lua = chunk(
@@ -90,10 +92,22 @@ class SpaceApi:
 
     # ------------------------------------------------------------------ DML
 
+    def _in_txn_only(self, fn: Callable) -> Callable:
+        """The native a DML method calls first: `fn` inside a transaction, where
+        nothing waits; outside one False, having done nothing (space.lua then calls
+        `fn` through wait(), as the autocommit waits for the WAL)."""
+        storage = self.storage
+
+        def in_txn_only(*args):
+            if storage.box.engine.txns.current is None:
+                return False
+            return fn(*args)
+        return in_txn_only
+
     def _writable(self, space_id) -> Space:
-        space = self.engine.space(self._to_py(space_id))
-        if (self.storage.box.read_only and not space.is_temporary
-                and not space.is_local):
+        box = self.storage.box
+        space = box.engine.space(self._to_py(space_id))
+        if box.read_only and not space.is_temporary and not space.is_local:
             raise ClientError(ErrorCode.ER_READONLY)
         return space
 
@@ -104,6 +118,24 @@ class SpaceApi:
     def replace(self, space_id, tup):
         space = self._writable(space_id)
         return self.tuples.to_lua(space.replace(self.tuples.from_lua(tup)))
+
+    def put_fields(self, space_id, *fields, method: Callable) -> Any:
+        """insert() or replace() (`method`) of a tuple whose fields space.lua passed
+        one by one (strings, booleans, numbers). True: the stored tuple is those
+        fields, and Lua builds the result from them."""
+        space = self._writable(space_id)
+        # before_replace triggers may store another tuple than the one given
+        rewritable = len(space.before_replace) != 0
+        result = method(space, self._plain_fields(fields))
+        return self.tuples.to_lua(result) if rewritable else True
+
+    def _plain_fields(self, fields: tuple) -> tuple:
+        """to_py() of each plain field, inline: only strings change (str, or bytes
+        when they are not UTF-8)."""
+        try:
+            return tuple([v.decode() if type(v) is bytes else v for v in fields])
+        except UnicodeDecodeError:
+            return tuple(map(self._to_py, fields))
 
     def update(self, space_id, index_id, key, ops):
         space = self._writable(space_id)

@@ -15,10 +15,13 @@ Spindle replica) it measures
     replica applies; counts how often the replica's applier ended in `stopped`
     (permanent) and how often it had to reconnect.
 Prints one table with the ratios (Spindle / Tarantool; higher is better for rates).
+`--only rates|join|overload` and `--kinds spindle|tarantool` measure a part; `--cpu`
+adds each process's CPU time per row during the catch-ups (from /proc).
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -29,6 +32,7 @@ from bench_setup import ROOT, compile_bytecode, print_side_by_side
 sys.path.insert(0, str(ROOT / "tests"))
 from integration.cluster import Cluster, same_vclocks, wait_for  # noqa: E402
 
+KINDS = ("tarantool", "spindle")
 FAST = {"replication_timeout": 1, "wal_mode": "write"}
 SPACE = ("box.schema.space.create('t', {if_not_exists = true}) "
          "box.space.t:create_index('pk', {if_not_exists = true})")
@@ -44,13 +48,20 @@ INSERT_LOOP = """
     end"""
 
 
-def replicated_rates(cluster: Cluster, kind: str, rows: int, per_txn: int
-                     ) -> tuple[float, float]:
+def cpu_seconds(node) -> float:
+    """User + system CPU time a node's process has used so far (/proc)."""
+    fields = Path(f"/proc/{node.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def replicated_rates(cluster: Cluster, kind: str, rows: int, per_txn: int,
+                     cpu: dict | None = None) -> tuple[float, float]:
     """(live, catch-up) rows/s. Live: the master writes while the replica follows,
     timed until the replica has everything (bound by the master's own commit
     rate). Catch-up: the replica is detached while the master writes, then
     attached again and timed until it has everything (the relay and the applier
-    alone)."""
+    alone). `cpu`, if given, gets the replica's and the master's CPU time per row
+    during the catch-up."""
     master = cluster.add(kind, f"{kind}-m{per_txn}", FAST).start()
     master.eval(SPACE)
     replica = cluster.add(kind, f"{kind}-r{per_txn}",
@@ -64,10 +75,14 @@ def replicated_rates(cluster: Cluster, kind: str, rows: int, per_txn: int
     replica.eval("box.cfg{replication = {}}")
     master.eval(INSERT_LOOP, rows + 1, rows, per_txn)
     start = time.perf_counter()
+    cpu_before = (cpu_seconds(replica), cpu_seconds(master))
     replica.eval("box.cfg{replication = {...}}", master.rep_uri)
     wait_for(lambda: same_vclocks(master, replica), 600, "replica to catch up",
              interval=0.005)
     catch_up = rows / (time.perf_counter() - start)
+    if cpu is not None:
+        cpu["replica"] = (cpu_seconds(replica) - cpu_before[0]) / rows
+        cpu["master"] = (cpu_seconds(master) - cpu_before[1]) / rows
     master.stop()
     replica.stop()
     return live, catch_up
@@ -128,27 +143,47 @@ def overload(cluster: Cluster, kind: str, seconds: float) -> tuple[int, int]:
     return stops, max(reconnects, 0)
 
 
+PARTS = ("rates", "join", "overload")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=20000)
     parser.add_argument("--join-rows", type=int, default=1_000_000)
     parser.add_argument("--overload", type=float, default=60.0)
+    parser.add_argument("--only", nargs="+", choices=PARTS, default=list(PARTS),
+                        help="measure these parts only (default: all)")
+    parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS),
+                        help="measure these kinds only (default: both, side by side)")
+    parser.add_argument("--cpu", action="store_true",
+                        help="also show each process's CPU time per row in catch-up")
     args = parser.parse_args()
     compile_bytecode()
     results: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp, Cluster(Path(tmp)) as cluster:
-        for kind in ("tarantool", "spindle"):
+        for kind in args.kinds:
             r = results[kind] = {}
-            for per_txn, rows in ((1, args.rows), (100, args.rows * 5)):
-                live, catch_up = replicated_rates(cluster, kind, rows, per_txn)
-                r[f"live rows/s, {per_txn} row(s)/txn"] = live
-                r[f"catch-up rows/s, {per_txn} row(s)/txn"] = catch_up
-            r[f"JOIN of {args.join_rows:,} rows, s"] = join_seconds(cluster, kind,
-                                                                   args.join_rows)
-            stops, reconnects = overload(cluster, kind, args.overload)
-            r["overload: permanent applier stops"] = stops
-            r["overload: reconnects"] = reconnects
-    print_side_by_side(results)
+            if "rates" in args.only:
+                for per_txn, rows in ((1, args.rows), (100, args.rows * 5)):
+                    cpu: dict[str, float] | None = {} if args.cpu else None
+                    live, catch_up = replicated_rates(cluster, kind, rows, per_txn, cpu)
+                    r[f"live rows/s, {per_txn} row(s)/txn"] = live
+                    r[f"catch-up rows/s, {per_txn} row(s)/txn"] = catch_up
+                    for role, seconds in (cpu or {}).items():
+                        r[f"catch-up {role} CPU µs/row, {per_txn} row(s)/txn"] = seconds * 1e6
+            if "join" in args.only:
+                r[f"JOIN of {args.join_rows:,} rows, s"] = join_seconds(cluster, kind,
+                                                                       args.join_rows)
+            if "overload" in args.only:
+                stops, reconnects = overload(cluster, kind, args.overload)
+                r["overload: permanent applier stops"] = stops
+                r["overload: reconnects"] = reconnects
+    if len(results) == len(KINDS):
+        print_side_by_side(results)
+    else:
+        for kind, values in results.items():
+            for name, value in values.items():
+                print(f"{kind:10} {name:45} {value:14,.1f}")
 
 
 if __name__ == "__main__":

@@ -130,6 +130,23 @@ def test_replicated_rows_keep_their_origin_and_only_advance_the_vclock():
     assert (own[0].replica_id, own[0].lsn) == (2, 4)
 
 
+def test_a_local_transaction_of_global_rows_takes_consecutive_lsns():
+    # assign_lsn's shortcut for the usual transaction, against the general rule
+    vclock = VClock({1: 4, 2: 9})
+    rows = [insert(i) for i in range(3)]
+    assign_lsn(rows, vclock, 2, 7.0)
+    assert [(r.replica_id, r.lsn, r.tsn, r.is_commit, r.timestamp) for r in rows] == [
+        (2, 10, 10, False, 7.0), (2, 11, 10, False, 7.0), (2, 12, 10, True, 7.0)]
+    assert vclock == VClock({1: 4, 2: 12})
+    unsigned = [insert(1), insert(2)]            # no instance id yet: component 0
+    assign_lsn(unsigned, VClock(), 0, 1.0)
+    assert [(r.replica_id, r.lsn, r.tsn, r.is_commit) for r in unsigned] == [
+        (0, 1, 1, False), (0, 2, 1, True)]
+    foreign = [insert(1), insert(2, replica_id=5)]   # no LSN, another replica's id
+    with pytest.raises(ValueError):             # (the writer signs a copy of its vclock)
+        assign_lsn(foreign, vclock, 2, 1.0)
+
+
 def test_local_space_rows_use_component_zero_and_the_first_global_lsn_as_tsn():
     # As measured on 2.6.0: box.begin() loc:insert{1} glob:insert{1} loc:insert{2}
     # glob:insert{2} box.commit() -> local rows lsn 1, 2 (group 1, no replica id),

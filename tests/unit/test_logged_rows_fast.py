@@ -1,0 +1,329 @@
+"""The quick ways taken by logged rows (the replica's stream, recovery) give what the
+strict/general ways give, errors included: decode_dml_packet against decode_row,
+dml_request_from_map's INSERT/REPLACE shortcut against its general loop,
+execute_logged against TxnManager.execute, recovery's row counting."""
+from __future__ import annotations
+
+import struct
+
+import msgpack
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from spindle.core import log
+from spindle.core.box.field_types import ext_hook
+from spindle.core.box.index import IndexDef
+from spindle.core.box.key_def import KeyPart
+from spindle.core.box.box import Box
+from spindle.core.box.row_apply import execute_logged, recover_wal_tx
+from spindle.core.box.txn import Engine
+from spindle.core.iproto.constants import IprotoType
+from spindle.core.iproto.errors import ClientError
+from spindle.core.iproto.xrow import (
+    NO_BODY, XRow, decode_dml_packet, decode_row, dml_request_from_map, encode_dml_body,
+    pack, unpack,
+)
+from spindle.core.wal import recovery
+
+DML = [IprotoType.INSERT, IprotoType.REPLACE, IprotoType.UPDATE, IprotoType.DELETE,
+       IprotoType.UPSERT]
+
+
+# ------------------------------------------------------------ decode_dml_packet
+
+def strict(packet: bytes):
+    """What the stream reader did before: decode_row, then the body unpacked."""
+    row, _ = decode_row(packet, 0, len(packet), exact=True)
+    return row, unpack(row.body, "packet body", ext_hook)
+
+
+def header(*pairs: tuple[bytes, bytes]) -> bytes:
+    return bytes((0x80 | len(pairs),)) + b"".join(k + v for k, v in pairs)
+
+
+BODY = encode_dml_body(IprotoType.INSERT, 512, tuple=[1, "a"])
+TS = b"\xcb" + struct.pack(">d", 1700000000.5)
+
+USUAL = {
+    "single row": header((b"\x00", b"\x02"), (b"\x02", b"\x01"), (b"\x03", b"\x0f"),
+                         (b"\x04", TS)) + BODY,
+    "wide ints": header((b"\x00", b"\x03"), (b"\x02", b"\xcc\x1f"),
+                        (b"\x03", b"\xcf" + struct.pack(">Q", 2**40)), (b"\x04", TS))
+    + encode_dml_body(IprotoType.REPLACE, 512, tuple=[1]),
+    "transaction member": header((b"\x00", b"\x04"), (b"\x02", b"\x01"),
+                                 (b"\x03", b"\xcd\x01\x00"), (b"\x04", TS),
+                                 (b"\x08", b"\x05")) + encode_dml_body(
+        IprotoType.UPDATE, 512, key=[1], ops=[["=", 2, "x"]]),
+    "transaction end": header((b"\x00", b"\x05"), (b"\x02", b"\x01"), (b"\x03", b"\x20"),
+                              (b"\x04", TS), (b"\x08", b"\x02"), (b"\x09", b"\x01"))
+    + encode_dml_body(IprotoType.DELETE, 512, key=[1]),
+    "group, sync, schema": header((b"\x00", b"\x09"), (b"\x01", b"\xce\x00\x01\x00\x00"),
+                                  (b"\x02", b"\x01"), (b"\x07", b"\x01"), (b"\x03", b"\x07"),
+                                  (b"\x05", b"\x11"))
+    + encode_dml_body(IprotoType.UPSERT, 512, tuple=[1], ops=[["+", 2, 1]]),
+    "wrapped tsn": header((b"\x00", b"\x02"), (b"\x03", b"\x01"),
+                          (b"\x08", b"\xcf\xff\xff\xff\xff\xff\xff\xff\xff")) + BODY,
+    "uuid in the tuple": header((b"\x00", b"\x02"), (b"\x03", b"\x01"))
+    + b"\x82\x10\xcd\x02\x00\x21\x91\xd8\x02" + bytes(range(16)),
+}
+
+UNUSUAL = {
+    "not a DML row": header((b"\x00", b"\x28"), (b"\x03", b"\x01")) + b"\x82\x02\x01\x03\x01",
+    "no body": header((b"\x00", b"\x02"), (b"\x03", b"\x01")),
+    "server version key": header((b"\x00", b"\x02"), (b"\x06", b"\x01")) + BODY,
+    "int-typed value": header((b"\x00", b"\x02"), (b"\x03", b"\xd0\x05")) + BODY,
+    "float32 timestamp": header((b"\x00", b"\x02"), (b"\x04", b"\xca\x00\x00\x00\x00")) + BODY,
+    "fixint timestamp": header((b"\x00", b"\x02"), (b"\x04", b"\x01")) + BODY,
+    "wide key": header((b"\xcc\x00", b"\x02"), (b"\x03", b"\x01")) + BODY,
+    "map16 header": b"\xde\x00\x01\x00\x02" + BODY,
+    "truncated header": header((b"\x00", b"\x02"), (b"\x03", b"\xcd\x01")),
+    "two bodies": header((b"\x00", b"\x02"), (b"\x03", b"\x01")) + BODY + BODY,
+    "truncated body": header((b"\x00", b"\x02"), (b"\x03", b"\x01")) + BODY[:-1],
+    "bad byte": header((b"\x00", b"\x02"), (b"\x03", b"\x01")) + b"\xc1",
+    "map keyed by an array": header((b"\x00", b"\x02"), (b"\x03", b"\x01"))
+    + b"\x82\x10\xcd\x02\x00\x21\x91\x81\x91\x01\x02",
+    "map keyed by a map": header((b"\x00", b"\x02"), (b"\x03", b"\x01")) + b"\x81\x81\x01\x02\x03",
+}
+
+
+@pytest.mark.parametrize("name", sorted(USUAL))
+def test_usual_packets_decode_as_the_strict_way(name):
+    packet = USUAL[name]
+    row, body = decode_dml_packet(packet, ext_hook)
+    expected_row, expected_body = strict(packet)
+    assert row == expected_row and row.body == expected_row.body
+    assert (row.tsn, row.is_commit) == (expected_row.tsn, expected_row.is_commit)
+    assert body == expected_body
+
+
+@pytest.mark.parametrize("name", sorted(UNUSUAL))
+def test_unusual_packets_are_left_to_the_strict_way(name):
+    assert decode_dml_packet(UNUSUAL[name], ext_hook) is None
+
+
+packets = st.sampled_from(sorted(USUAL.values()))
+
+
+@settings(max_examples=400)
+@given(packets, st.integers(0, 200), st.integers(0, 255), st.booleans())
+def test_mutated_packets_decode_as_the_strict_way_or_not_at_all(packet, where, byte, cut):
+    """Whatever the quick decoder accepts, the strict one accepts with the same row
+    and body; everything else it leaves alone."""
+    where %= len(packet)
+    mutated = packet[:where] if cut else packet[:where] + bytes((byte,)) + packet[where + 1:]
+    quick = decode_dml_packet(mutated, ext_hook)
+    if quick is None:
+        return
+    row, body = quick
+    expected_row, expected_body = strict(mutated)
+    assert row == expected_row and body == expected_body
+
+
+# ------------------------------------------------------------ dml_request_from_map
+
+class PlainDict(dict):
+    """Not exactly a dict: dml_request_from_map takes its general loop for it."""
+
+
+def general(decoded, request_type):
+    if type(decoded) is dict:
+        decoded = PlainDict(decoded)
+    return dml_request_from_map(decoded, request_type)
+
+
+def outcome(fn, *args):
+    try:
+        return fn(*args)
+    except ClientError as exc:
+        return ("error", exc.code, str(exc))
+
+
+BODIES = [
+    {0x10: 512, 0x21: [1, "a"]},
+    {0x21: [1], 0x10: 0},
+    {0x10: 16.0, 0x21: [1]},              # a float key is no SPACE_ID
+    {16.0: 512, 0x21: [1]},
+    {0x10: True, 0x21: [1]},
+    {0x10: -1, 0x21: [1]},
+    {0x10: 512, 0x21: (1, 2)},
+    {0x10: 512, 0x21: "x"},
+    {0x10: 512, 0x20: [1]},
+    {0x10: 512, "k": [1]},
+    {0x10: 512},
+    {0x10: 512, 0x21: [1], 0x50: 1},
+    [1, 2],
+    None,
+    NO_BODY,
+]
+
+
+@pytest.mark.parametrize("request_type", DML)
+@pytest.mark.parametrize("body", BODIES, ids=repr)
+def test_request_shortcut_matches_the_general_loop(body, request_type):
+    assert outcome(dml_request_from_map, body, request_type) == \
+        outcome(general, body, request_type)
+
+
+# ------------------------------------------------------------ execute_logged
+
+def make_engine():
+    engine = Engine()
+    space = engine.create_space(512, "t", indexes=[
+        IndexDef(0, "pk", parts=[KeyPart(0, "unsigned")]),
+        IndexDef(1, "sk", parts=[KeyPart(1, "string")]),
+    ])
+    return engine, space
+
+
+def requests():
+    body = [
+        (IprotoType.INSERT, {0x10: 512, 0x21: [1, "a"]}),
+        (IprotoType.REPLACE, {0x10: 512, 0x21: [2, "b"]}),
+        (IprotoType.INSERT, {0x10: 512, 0x21: [1, "z"]}),          # duplicate
+        (IprotoType.INSERT, {0x10: 512, 0x21: [3, "a"]}),          # secondary duplicate
+        (IprotoType.INSERT, {0x10: 512, 0x21: ["x", "c"]}),        # field type
+        (IprotoType.UPDATE, {0x10: 512, 0x20: [2], 0x21: [["=", 2, "bb"]]}),
+        (IprotoType.UPDATE, {0x10: 512, 0x20: [2], 0x21: [["=", 1, 9]]}),   # primary key
+        (IprotoType.UPDATE, {0x10: 512, 0x20: [7], 0x21: [["=", 2, "q"]]}),
+        (IprotoType.DELETE, {0x10: 512, 0x11: 1, 0x20: ["a"]}),    # by the secondary key
+        (IprotoType.UPSERT, {0x10: 512, 0x21: [4, "d"], 0x28: [["=", 2, "e"]]}),
+        (IprotoType.UPSERT, {0x10: 512, 0x21: [4, "d"], 0x28: [["=", 2, "e"]]}),
+        (IprotoType.DELETE, {0x10: 512, 0x20: [8]}),
+    ]
+    return [dml_request_from_map(b, t) for t, b in body]
+
+
+def run_statements(executor, with_trigger):
+    """Each request in a replicated transaction, alone; what each left behind."""
+    engine, space = make_engine()
+    fired = []
+    if with_trigger:
+        space.on_replace.add(lambda old, new, name, op: fired.append((old, new, op)))
+    txns = engine.txns
+    results = []
+    txn = txns.begin()
+    txn.replicated = True
+    for request in requests():
+        before = len(txn.statements)
+        results.append(outcome(executor, txns, txn, space, request))
+        results.append((len(txn.statements) - before, space.select(), space.bsize(),
+                        [stmt.row for stmt in txn.statements]))
+    txns.rollback()
+    results.append((space.select(), space.bsize()))
+    return results, fired
+
+
+def through_execute(txns, txn, space, request):
+    return txns.execute(space, request)
+
+
+def through_execute_logged(txns, txn, space, request):
+    return execute_logged(txn, space, request)
+
+
+@pytest.mark.parametrize("with_trigger", [False, True])
+def test_execute_logged_matches_a_replicated_statement(with_trigger):
+    assert run_statements(through_execute_logged, with_trigger) == \
+        run_statements(through_execute, with_trigger)
+
+
+def test_execute_logged_takes_the_full_statement_when_a_trigger_may_look():
+    engine, space = make_engine()
+    seen = []
+    space.before_replace.add(lambda old, new, name, op: seen.append(engine.txns.current))
+    txn = engine.txns.begin()
+    txn.replicated = True
+    execute_logged(txn, space, requests()[0])
+    assert seen == [txn] and len(txn.statements) == 1
+    engine.txns.rollback()
+    assert space.select() == []
+
+
+# ------------------------------------------------------------ recovery counting
+
+def test_progress_lines_every_hundred_thousand_rows(monkeypatch):
+    lines = []
+    monkeypatch.setattr(log, "info", lambda fmt, *args: lines.append(fmt % args))
+    total = 0
+    for more in (99_999, 1, 150_000, 50_000, 0, 7):
+        total = recovery._count_rows(total, more)
+    assert total == 300_007
+    assert lines == ["0.1M rows processed", "0.2M rows processed", "0.3M rows processed"]
+
+
+def test_row_helpers_used_here_round_trip():
+    row = XRow(type=IprotoType.INSERT, replica_id=1, lsn=5, body=pack({0x10: 1, 0x21: [1]}))
+    packet = row.encode()
+    assert decode_dml_packet(packet, None)[1] == msgpack.unpackb(row.body,
+                                                                  strict_map_key=False)
+
+
+# ------------------------------------------------------------ recover_wal_tx
+
+def wal_row(rtype, lsn, **body):
+    return XRow(type=rtype, replica_id=1, lsn=lsn, tsn=lsn, body=encode_dml_body(
+        rtype, body.pop("space", 512), **body))
+
+
+def recover_in_txn(box, rows):
+    """Recovery's transaction as it was: every row a full statement in a txn."""
+    txns = box.engine.txns
+    txns.begin()
+    try:
+        for row in rows:
+            request = dml_request_from_map(unpack(row.body), row.type)
+            box.engine.space(request.space_id).execute_request(request)
+    except BaseException:
+        txns.rollback()
+        raise
+    txns.commit()
+
+
+TRANSACTIONS = {
+    "insert": [wal_row(IprotoType.INSERT, 1, tuple=[1, "a"])],
+    "two spaces": [wal_row(IprotoType.INSERT, 1, tuple=[1, "a"]),
+                   wal_row(IprotoType.REPLACE, 2, space=513, tuple=[5, "x"])],
+    "refused second row": [wal_row(IprotoType.INSERT, 1, tuple=[2, "b"]),
+                           wal_row(IprotoType.INSERT, 2, tuple=[1, "dup"])],
+    "refused after a trigger": [wal_row(IprotoType.INSERT, 1, tuple=[2, "b"]),
+                                wal_row(IprotoType.REPLACE, 2, space=513, tuple=[6, "y"]),
+                                wal_row(IprotoType.INSERT, 3, tuple=[1, "dup"])],
+    "unknown space": [wal_row(IprotoType.INSERT, 1, tuple=[3, "c"]),
+                      wal_row(IprotoType.INSERT, 2, space=999, tuple=[1])],
+    "update and delete": [wal_row(IprotoType.UPDATE, 1, key=[1], ops=[["=", 2, "u"]]),
+                          wal_row(IprotoType.DELETE, 2, space=513, key=[5])],
+}
+
+
+@pytest.fixture
+def boxes(sched):
+    def make(trigger_on_513):
+        box = Box(sched)
+        fired = []
+        for space_id, name in ((512, "a"), (513, "b")):
+            space = box.engine.create_space(space_id, name, indexes=[
+                IndexDef(0, "pk", parts=[KeyPart(0, "unsigned")])])
+            space.replace([1 if space_id == 512 else 5, "seed"])
+        if trigger_on_513:
+            box.engine.space(513).on_replace.add(
+                lambda old, new, name, op: fired.append((name, old, new, op)))
+        return box, fired
+    return make
+
+
+def state(box, fired, outcome_):
+    return (outcome_, [box.engine.space(i).select() for i in (512, 513)],
+            [box.engine.space(i).bsize() for i in (512, 513)], fired,
+            box.engine.txns.current)
+
+
+@pytest.mark.parametrize("trigger", [False, True])
+@pytest.mark.parametrize("name", sorted(TRANSACTIONS))
+def test_recover_wal_tx_matches_a_transaction(boxes, sched, name, trigger):
+    results = []
+    for apply in (recover_wal_tx, recover_in_txn):
+        box, fired = boxes(trigger)
+        rows = TRANSACTIONS[name]
+        results.append(sched.run(lambda: state(box, fired, outcome(apply, box, rows))))
+    assert results[0] == results[1]
