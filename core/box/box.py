@@ -114,9 +114,14 @@ class Box:
             replicaset_sync(self.replicaset)
 
     def load_bootstrap_rows(self) -> None:
-        """The rows a fresh 2.6.0 instance starts with (bootstrap.snap)."""
-        for space_id, tup in sorted(self._bootstrap_rows, key=lambda item: item[0]):
-            self.engine.space(space_id).replace(tup)
+        """The rows a fresh 2.6.0 instance starts with (bootstrap.snap), space by space
+        in id order; their on_replace triggers build the catalogue. No transaction is
+        open and the WAL is not started: load_rows() gives what replace() per row did."""
+        rows_by_space: dict[int, list] = {}
+        for space_id, tup in self._bootstrap_rows:
+            rows_by_space.setdefault(space_id, []).append(tup)
+        for space_id in sorted(rows_by_space):
+            self.engine.space(space_id).load_rows(rows_by_space[space_id])
 
     def _start_wal(self, wal_dir: str, memtx_dir: str, vclock: VClock,
                    checkpoints: list[VClock]) -> None:

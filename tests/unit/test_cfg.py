@@ -361,3 +361,17 @@ def test_uri_accepted(uri):
 ])
 def test_uri_refused(uri):
     assert not uri_has_service(uri)
+
+
+@pytest.mark.parametrize("uri", [
+    "3301", "0", "localhost:3301", "127.0.0.1:3301", "a-b_c~d.e:1", "h" * 253 + ":1",
+    "h" * 254 + ":1", "localhost:3301x", "a:b:1", ":1", "localhost:", "x%41:1", "ü:1",
+    "٣٣", "host:٣",
+])
+def test_uri_plain_fast_path_agrees_with_the_grammar(uri):
+    from spindle.core.box import cfg_options
+    by_grammar = any(
+        m is not None and len(m.groupdict().get("host") or m.groupdict().get("ip6") or "")
+        <= cfg_options.URI_HOST_MAX
+        for m in (form.fullmatch(uri) for form in cfg_options._compiled_uri_forms()))
+    assert uri_has_service(uri) == by_grammar
