@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import enum
 import errno as errno_module
 import os
 import selectors
@@ -42,13 +43,15 @@ from spindle.core.iproto.replication import (
     decode_vclock_row, encode_heartbeat, encode_vclock_row,
 )
 from spindle.core.iproto.xrow import XRow, frame
+from spindle.core.xlog.format import encode_row
 from spindle.core.net.protocol import PacketError
 from spindle.core.net.session import format_peer
 from spindle.core.vclock import VClock
 
 from .replica import RelayState, Replica
-from .wal_cursor import WalCursor
+from .wal_cursor import Transaction, WalCursor
 from .wal_tail import vclock_covers, wal_tail_of
+from .wire_tx import WireTx
 
 DEFAULT_REPLICATION_TIMEOUT = 1.0
 # A JOIN has no ACKs to watch: a write that cannot go on for this long (or for the
@@ -284,8 +287,9 @@ class Relay:
 
     # ----------------------------------------------------------------- ACKs
 
-    def note_sent(self, row: XRow) -> None:
-        self._unacked.append((row.replica_id, row.lsn, row.timestamp))
+    def note_sent(self, replica_id: int, lsn: int, timestamp: float) -> None:
+        """A transaction went out; its last row had these fields."""
+        self._unacked.append((replica_id, lsn, timestamp))
 
     def process_ack(self, vclock: VClock) -> None:
         """An ACK: the replica has written everything up to `vclock`."""
@@ -359,32 +363,18 @@ def relay_send_heartbeat(relay: Relay) -> None:
     relay.send(row.encode_frame(relay.sync))
 
 
-def relay_send_txs(relay: Relay, txs: list[list[XRow]], *, subscriber: bool = True,
+def relay_send_txs(relay: Relay, txs: list[Transaction], *, subscriber: bool = True,
                    stop: VClock | None = None) -> None:
     """Filter and send transactions in as few socket writes as possible. `stop`
     (final join) drops rows past it; `subscriber` applies the per-replica filters."""
-    replica = relay.replica
     out: list[bytes] = []
     size = 0
     for tx in txs:
-        if stop is not None:
-            tx = [row for row in tx if row.lsn <= stop.get(row.replica_id)]
-            if not tx:
-                continue
-        if subscriber:
-            rows = relay_filter_tx(tx, subscriber_id=replica.id if replica else 0,
-                                   local_vclock_at_subscribe=relay.local_vclock_at_subscribe,
-                                   id_filter=relay.id_filter)
-        else:
-            rows = relay_filter_tx(tx)
-        if not rows:
+        data = relay_tx_frames(relay, tx, subscriber, stop)
+        if not data:
             continue
-        for row in rows:
-            data = row.encode_frame(relay.sync)
-            out.append(data)
-            size += len(data)
-        relay.note_sent(rows[-1])
-        relay.rows_sent += len(rows)
+        out.append(data)
+        size += len(data)
         if size >= SEND_BUFFER:
             relay.send(b"".join(out))
             out, size = [], 0
@@ -393,12 +383,87 @@ def relay_send_txs(relay: Relay, txs: list[list[XRow]], *, subscriber: bool = Tr
         relay.send(b"".join(out))
 
 
-def relay_cursor(box, vclock: VClock) -> WalCursor:
-    """relay->r: the rows after `vclock`; file blocks are decoded in a helper
-    thread while the relay fiber waits."""
+def relay_tx_frames(relay: Relay, tx: Transaction, subscriber: bool,
+                    stop: VClock | None) -> bytes:
+    """The packets the replica gets of one transaction (b"" if none), noted as sent.
+    A WireTx the filters take whole or drop whole is decided by its replica id and
+    LSN range alone; otherwise its rows go one by one, as XRows do."""
+    replica = relay.replica
+    subscriber_id = replica.id if subscriber and replica else 0
+    id_filter = relay.id_filter if subscriber else frozenset()
+    if type(tx) is WireTx:
+        share = wire_tx_share(tx, stop=stop, subscriber_id=subscriber_id,
+                              local_vclock_at_subscribe=relay.local_vclock_at_subscribe,
+                              id_filter=id_filter)
+        if share is WireShare.NONE:
+            return b""
+        if share is WireShare.ALL:
+            relay.note_sent(tx.replica_id, tx.lsn, tx.timestamp)
+            relay.rows_sent += tx.count
+            return tx.frames
+        tx = tx.rows()
+    if stop is not None:
+        tx = [row for row in tx if row.lsn <= stop.get(row.replica_id)]
+        if not tx:
+            return b""
+    if subscriber:
+        rows = relay_filter_tx(tx, subscriber_id=subscriber_id,
+                               local_vclock_at_subscribe=relay.local_vclock_at_subscribe,
+                               id_filter=id_filter)
+    else:
+        rows = relay_filter_tx(tx)
+    if not rows:
+        return b""
+    last = rows[-1]
+    relay.note_sent(last.replica_id, last.lsn, last.timestamp)
+    relay.rows_sent += len(rows)
+    return encode_frames(rows, relay.sync)
+
+
+def encode_frames(rows: list[XRow], sync: int) -> bytes:
+    """The rows as packets with `sync` in their headers. Without a sync a row's
+    header is xlog's (format.encode_row writes the usual WAL row straight out)."""
+    if sync:
+        return b"".join([row.encode_frame(sync) for row in rows])
+    return b"".join([frame(encode_row(row)) for row in rows])
+
+
+class WireShare(enum.Enum):
+    ALL = "all"
+    NONE = "none"
+    SOME = "some"       # rows one by one
+
+
+def wire_tx_share(tx: WireTx, *, stop: VClock | None, subscriber_id: int,
+                  local_vclock_at_subscribe: VClock | None,
+                  id_filter: frozenset[int]) -> WireShare:
+    """What relay_filter_tx (and the final join's `stop`) leave of a WireTx whose
+    rows are one replica id's LSNs first_lsn..lsn, none of them GROUP_LOCAL (its
+    only other rule): rows of an id in ID_FILTER go, and rows past a limit — the
+    stop vclock, or for the subscriber's own rows what the master had of them at
+    SUBSCRIBE."""
+    replica_id = tx.replica_id
+    if not replica_id:
+        return WireShare.SOME
+    if replica_id in id_filter:
+        return WireShare.NONE
+    limit = stop.get(replica_id) if stop is not None else None
+    if (subscriber_id and replica_id == subscriber_id
+            and local_vclock_at_subscribe is not None):
+        own = local_vclock_at_subscribe.get(replica_id)
+        limit = own if limit is None else min(limit, own)
+    if limit is None or tx.lsn <= limit:
+        return WireShare.ALL
+    return WireShare.NONE if tx.first_lsn > limit else WireShare.SOME
+
+
+def relay_cursor(box, vclock: VClock, sync: int) -> WalCursor:
+    """relay->r: the rows after `vclock`; file blocks are read in a helper thread
+    while the relay fiber waits, their rows framed for the wire with `sync`."""
     sched = box.sched
     return WalCursor(box.wal, wal_tail_of(box.wal, sched), vclock,
-                     offload=lambda fn, *args: run_in_thread(sched, fn, *args))
+                     offload=lambda fn, *args: run_in_thread(sched, fn, *args),
+                     wire_sync=sync)
 
 
 # ---------------------------------------------------------------------- JOIN
@@ -454,7 +519,7 @@ def relay_final_join(box, stream, sync: int, start: VClock, stop: VClock) -> Non
     sched = box.sched
     relay = Relay(sched, box, None, stream, sync)
     relay.write_timeout = join_write_timeout(box)
-    cursor = relay_cursor(box, start)
+    cursor = relay_cursor(box, start, sync)
     try:
         while not vclock_covers(cursor.vclock, stop):
             txs = cursor.read()
@@ -485,7 +550,7 @@ def relay_subscribe(relay: Relay, replica_clock: VClock, version_id: int,
     relay.vclock = replica_clock.copy()
     relay.vclock.reset(0, 0)            # what the replica has: its rows, not our local ones
     relay.fiber = sched.current
-    relay.cursor = relay_cursor(box, replica_clock)
+    relay.cursor = relay_cursor(box, replica_clock, relay.sync)
     try:
         relay.reader = relay.stream.spawn(relay_reader_f, relay, name="relay.reader")
         relay_subscribe_f(relay)
@@ -520,14 +585,7 @@ def relay_subscribe_f(relay: Relay) -> None:
     relay_send_heartbeat(relay)
     while True:
         relay.check()
-        txs = cursor.read()
-        if txs is not None:
-            # Reading a file block and encoding its rows each take up to ~20 ms:
-            # the loop gets the CPU back between them.
-            relay.maybe_yield()
-            if txs:
-                relay_send_txs(relay, txs)
-                relay.maybe_yield()
+        if relay_send_ready(relay):
             continue
         now = sched.clock()
         deadline = relay.last_row_time + replication_timeout(box)
@@ -536,6 +594,21 @@ def relay_subscribe_f(relay: Relay) -> None:
             continue
         cursor.wait(deadline - now)
         relay.slice_start = sched.clock()
+
+
+def relay_send_ready(relay: Relay) -> bool:
+    """Send what the cursor has now; False when it has nothing until the WAL
+    writes again."""
+    txs = relay.cursor.read()
+    if txs is None:
+        return False
+    # Reading file blocks and sending their rows each take a few ms: the loop gets
+    # the CPU back between them.
+    relay.maybe_yield()
+    if txs:
+        relay_send_txs(relay, txs)
+        relay.maybe_yield()
+    return True
 
 
 def relay_reader_f(relay: Relay) -> None:

@@ -17,6 +17,12 @@ rows the tail holds that the cursor has already read are dropped by the LSN chec
 which also makes a start vclock that is not a prefix of this WAL (a peer of a
 master-master pair) work. If the tail drops a batch the cursor has not read yet, the
 cursor goes back to the files from its vclock.
+
+With `wire_sync` set (the relay's cursors), transactions read from files come as
+`WireTx` (wire_tx.py): their rows framed for the wire as stored, with that sync, and
+only blocks with rows outside that form are decoded into XRows. A helper-thread call
+reads blocks for up to READ_BUDGET, so small blocks (one per transaction when every
+commit waits for the WAL) do not cost a thread hand-off each.
 """
 from __future__ import annotations
 
@@ -29,13 +35,16 @@ from spindle.core.iproto.errors import ErrorCode
 from spindle.core.iproto.xrow import XRow
 from spindle.core.vclock import VClock
 from spindle.core.xlog.files import XlogReader, format_filename
-from spindle.core.xlog.format import XLOG, XlogError, split_transactions
+from spindle.core.xlog.format import XLOG, XlogError, decode_block_rows, split_transactions
 
 from .wal_tail import WalTail, vclock_covers
+from .wire_tx import NotForwardable, WireTx, decode_tail, scan_block
 
 READ_CHUNK = 128 * 1024        # bytes read from a file at a time (a block is ~128 KiB)
 TAIL_ROWS_PER_READ = 4096      # rows handed out of the tail per call
 READ_BUDGET = 0.005            # seconds of file reading per call (then "call again")
+
+Transaction = list[XRow] | WireTx
 
 
 class XlogGapError(XlogError):
@@ -62,13 +71,15 @@ def drop_covered(tx: list[XRow], vclock: VClock) -> list[XRow]:
 
 class WalCursor:
     def __init__(self, wal, tail: WalTail, vclock: VClock,
-                 offload: Callable[..., Any] | None = None):
-        """`offload(fn, *args)` runs the reading and decoding of a file block
+                 offload: Callable[..., Any] | None = None, wire_sync: int | None = None):
+        """`offload(fn, *args)` runs the reading and decoding of file blocks
         elsewhere while the caller's fiber waits (coio.run_in_thread): a block of
-        128 KiB takes ~20 ms of CPU to decode, more on a busy machine."""
+        128 KiB takes ~20 ms of CPU to decode, more on a busy machine. `wire_sync`:
+        hand out transactions of files as WireTx framed with this sync."""
         self.wal = wal
         self.tail = tail
         self._offload = offload
+        self._wire_sync = wire_sync
         self.vclock = vclock.copy()     # every row up to here has been handed out
         self.mode = "files"             # "files" or "tail" (tests and logs)
         self.files_read = 0             # files opened so far (tests)
@@ -76,6 +87,7 @@ class WalCursor:
         self._blocks = None             # the reader's block generator
         self._file_vclock: VClock | None = None
         self._pending: list[XRow] = []  # rows of a transaction cut by a block end
+        self._deferred_error: BaseException | None = None   # met after a batch's blocks
         self._tail_seq: int | None = None
         if tail.reaches(self.vclock):
             self._enter_tail()
@@ -85,7 +97,7 @@ class WalCursor:
 
     # ------------------------------------------------------------------ API
 
-    def read(self) -> list[list[XRow]] | None:
+    def read(self) -> list[Transaction] | None:
         """Transactions available now. None means "nothing until the WAL writes
         again" (wait()); a list, even an empty one, means "call again" — file mode
         reads about one block per call so the loop is never held for long."""
@@ -138,18 +150,18 @@ class WalCursor:
 
     # ----------------------------------------------------------------- files
 
-    def _read_files(self) -> list[list[XRow]] | None:
-        """Rows of the first block that has any (a block of 128 KiB decodes in about
-        20 ms), or [] after READ_BUDGET spent on blocks the cursor had already; None
-        when the cursor has to wait. With the cursor switched to the tail the caller
-        reads the tail at once."""
+    def _read_files(self) -> list[Transaction] | None:
+        """Rows of the first batch of blocks that has any (blocks read for up to
+        READ_BUDGET in the helper), or [] after READ_BUDGET spent on blocks the cursor
+        had already; None when the cursor has to wait. With the cursor switched to the
+        tail the caller reads the tail at once."""
         deadline = time.monotonic() + READ_BUDGET
         while time.monotonic() < deadline:
             if self._reader is None and not self._open_next():
                 return [] if self._tail_seq is not None else None
-            block = self._next_block()
-            if block is not None:
-                txs = self._take_block(block.rows)
+            blocks = self._next_blocks()
+            if blocks:
+                txs = self._take_blocks(blocks)
                 if txs or self._tail_seq is not None:
                     return txs
                 continue
@@ -165,9 +177,9 @@ class WalCursor:
             # A newer file exists, so this one is finished; the WAL writes the EOF
             # marker before it creates the next file, so a second look settles it.
             self._blocks = self._reader.blocks()
-            block = self._next_block()
-            if block is not None:
-                txs = self._take_block(block.rows)
+            blocks = self._next_blocks()
+            if blocks:
+                txs = self._take_blocks(blocks)
                 if txs or self._tail_seq is not None:
                     return txs
                 continue
@@ -177,24 +189,120 @@ class WalCursor:
             self._close_file()
         return []
 
-    def _next_block(self):
+    def _next_blocks(self) -> list:
+        """The next blocks of the file, prepared (`_prepare`); [] when there are no
+        more for now. An error met after some blocks is raised by the next call, so
+        the rows before it go out first, as when blocks were read one at a time."""
+        error, self._deferred_error = self._deferred_error, None
+        if error is not None:
+            raise error
+        covered = self._covered() if self._wire_sync is not None else {}
         if self._offload is None:
-            return next(self._blocks, None)
-        return self._offload(next, self._blocks, None)
+            return self._read_blocks(covered)
+        return self._offload(self._read_blocks, covered)
 
-    def _take_block(self, rows: list[XRow]) -> list[list[XRow]]:
-        txs, self._pending = split_transactions(rows, self._pending)
+    def _covered(self) -> dict[int, int]:
+        """Per replica id, the LSN up to which a transaction of its rows is dropped
+        whole by `_take_tx` (covered by the cursor, and written as far as tx knows:
+        both only grow while the helper reads)."""
         written = self.wal.vclock
-        out = []
-        for tx in txs:
-            if not vclock_covers(written, _tx_vclock(tx)):
-                # Written to the file, not yet reported to tx: the tail will have it.
-                self._switch_to_tail()
-                return out
-            fresh = drop_covered(tx, self.vclock)
-            if fresh:
-                out.append(fresh)
+        return {replica_id: min(lsn, written.get(replica_id))
+                for replica_id, lsn in self.vclock.items() if replica_id}
+
+    def _read_blocks(self, covered: dict[int, int]) -> list:
+        """Runs in the helper thread: blocks for up to READ_BUDGET."""
+        prepared = []
+        deadline = time.monotonic() + READ_BUDGET
+        open_tx = bool(self._pending)       # the next block may end a transaction
+        try:
+            for block in self._blocks:
+                item = self._prepare(block, covered, open_tx)
+                prepared.append(item)
+                if isinstance(item, list):
+                    open_tx = True          # may be: scan_block never saw these rows
+                else:
+                    open_tx = bool(item[1]) or (open_tx and not block.data)
+                if time.monotonic() > deadline:
+                    break
+        except Exception as exc:   # noqa: BLE001 - raised in order by the next call
+            if not prepared:
+                raise
+            self._deferred_error = exc
+        return prepared
+
+    def _prepare(self, block, covered: dict[int, int], open_tx: bool
+                 ) -> list[XRow] | tuple[list[WireTx], list[XRow]]:
+        """A block's rows (XRows), or with `wire_sync` its whole transactions as
+        WireTx (those `covered` left out) and the rows of one it leaves unfinished
+        (XRows)."""
+        if self._wire_sync is None:
+            return block.rows
+        try:
+            txs, rest = scan_block(block.data, self._wire_sync, covered=covered,
+                                   keep_first=open_tx)
+        except NotForwardable:
+            return decode_block_rows(block.offset, block.data)
+        return txs, decode_tail(block.data, rest)
+
+    def _take_blocks(self, blocks: list) -> list[Transaction]:
+        out: list[Transaction] = []
+        for block in blocks:
+            if isinstance(block, list):
+                done = self._take_rows(block, out)
+            else:
+                done = self._take_wire(*block, out)
+            if done:
+                break
         return out
+
+    def _take_rows(self, rows: list[XRow], out: list[Transaction]) -> bool:
+        """Add the fresh rows of a block's XRows to `out`; True once the cursor
+        switched to the tail."""
+        txs, self._pending = split_transactions(rows, self._pending)
+        return any(self._take_tx(tx, out) for tx in txs)
+
+    def _take_tx(self, tx: list[XRow], out: list[Transaction]) -> bool:
+        if not vclock_covers(self.wal.vclock, _tx_vclock(tx)):
+            # Written to the file, not yet reported to tx: the tail will have it.
+            self._switch_to_tail()
+            return True
+        fresh = drop_covered(tx, self.vclock)
+        if fresh:
+            out.append(fresh)
+        return False
+
+    def _take_wire(self, txs: list[WireTx], rest: list[XRow],
+                   out: list[Transaction]) -> bool:
+        """`_take_rows` for a scanned block: a transaction of one replica id goes as
+        it is unless the cursor has some of its rows already."""
+        if not txs:
+            self._pending += rest
+            return False
+        if self._pending:
+            pending, self._pending = self._pending, []
+            if self._take_tx(pending + txs[0].rows(), out):
+                return True
+            txs = txs[1:]
+        vclock, written = self.vclock, self.wal.vclock
+        for tx in txs:
+            replica_id = tx.replica_id
+            if not replica_id:                  # rows of several ids: one by one
+                if self._take_tx(tx.rows(), out):
+                    return True
+                continue
+            if written.get(replica_id) < tx.lsn:
+                self._switch_to_tail()
+                return True
+            have = vclock.get(replica_id)
+            if have >= tx.lsn:
+                continue                        # the cursor has all of it
+            if have >= tx.first_lsn:            # some of it: drop those
+                self._take_tx(tx.rows(), out)
+                continue
+            vclock.reset(replica_id, tx.lsn)
+            out.append(tx)
+        self._pending = rest
+        return False
 
     def _switch_to_tail(self) -> None:
         if not self.tail.reaches(self.vclock):
@@ -230,7 +338,9 @@ class WalCursor:
                 raise XlogGapError(self.vclock, start)
         path = os.path.join(self.wal.wal_dir, format_filename(start.signature, ".xlog"))
         try:
-            self._reader = XlogReader(path, expected_type=XLOG, chunk_size=READ_CHUNK)
+            # scanned WireTx-wise in _prepare; decoded there only when that fails
+            self._reader = XlogReader(path, expected_type=XLOG, chunk_size=READ_CHUNK,
+                                      with_rows=self._wire_sync is None)
         except FileNotFoundError:
             raise XlogGapError(self.vclock, start) from None
         self._blocks = self._reader.blocks()
@@ -249,6 +359,7 @@ class WalCursor:
             self._reader.close()
         self._reader = None
         self._blocks = None
+        self._deferred_error = None     # of this file's blocks
 
 
 def _tx_vclock(tx: list[XRow]) -> VClock:

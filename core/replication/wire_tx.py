@@ -1,0 +1,196 @@
+"""xlog rows forwarded to the wire as they are stored (the relay's fast path).
+
+A row in an xlog block is the MsgPack header map and body map that also go on the
+wire, after the packet's length prefix. 2.6.0's relay re-encodes the header
+(xrow_header_encode, with the SUBSCRIBE/JOIN request's sync) and sends the body as
+stored; for a header stored in that same canonical form, the stored bytes are that
+encoding already, so a block is forwarded with no row decoded or re-encoded:
+`scan_block` finds the row boundaries and the few header fields the relay decides by
+(replica id, LSN, commit flag, timestamp) in one pass and frames the rows.
+
+A header qualifies when re-encoding it gives back the same bytes — keys in
+xrow_header_encode's order, shortest integers, no field it would drop (a zero LSN
+or timestamp, a TSN/FLAGS pair that says "single statement", SCHEMA_VERSION, a stored
+SYNC) — and when it is the usual replicated row: a replica id of 1..127, no GROUP_ID,
+a fixint type. Any other row sends its whole block down the general path (rows
+decoded, filtered and encoded one by one, with its errors), so the fast path never
+decides anything the general path would decide differently.
+"""
+from __future__ import annotations
+
+import re
+import struct
+
+import msgpack
+
+from spindle.core.iproto.constants import IprotoType
+from spindle.core.iproto.xrow import XRow, mp_encode_uint
+from spindle.core.xlog.format import decode_rows
+
+_pack_frame_head = struct.Struct(">BI").pack     # 0xce + u32: Tarantool's length prefix
+_unpack_double = struct.Struct(">d").unpack_from
+_NOP_TYPE = bytes((IprotoType.NOP,))
+
+
+def _uint_pattern(zero: bool) -> bytes:
+    """A MsgPack uint in its shortest form (the only one that re-encodes the same),
+    `zero` allowed or not."""
+    fixint = rb"[\x00-\x7f]" if zero else rb"[\x01-\x7f]"
+    return (rb"(?:" + fixint + rb"|\xcc[\x80-\xff]|\xcd[\x01-\xff]."
+            rb"|\xce(?:[\x01-\xff].|\x00[\x01-\xff]).."
+            rb"|\xcf(?:[\x01-\xff]...|\x00[\x01-\xff]..|\x00\x00[\x01-\xff].|\x00{3}[\x01-\xff]).{4})")
+
+
+# The header of a row scan_block forwards, xrow_header_encode's layout:
+#   84|85|86  00 <type>  02 <replica id>  03 <lsn>  04 cb <timestamp>
+#   [08 <tsn>]          (85: a row of a multi-row transaction before its last)
+#   [08 <tsn> 09 01]    (86: the last row of one: FLAGS = COMMIT)
+# with a fixint type, a replica id of 1..127 (no GROUP_ID), an LSN > 0, a timestamp
+# that is neither 0 (not written) nor a NaN (its bits need not survive), a TSN field
+# other than the LSN (that would be tsn 0, "not set"), nonzero with FLAGS. Groups:
+# 1 = "85", 3 = type, 4 = replica id, 5 = LSN bytes. Shortest uints compare as bytes
+# in the order of their values (markers grow with the width), and two are equal
+# values only as equal bytes: hence `(?!\5)` and the LSN order check on bytes.
+_FORWARDABLE_HEADER = re.compile(
+    rb"(?:\x84|(\x85)|(\x86))\x00([\x00-\x7f])\x02([\x01-\x7f])\x03(" + _uint_pattern(False)
+    + rb")\x04\xcb(?!\x00{8}|\x80\x00{7}|[\x7f\xff](?:[\xf1-\xff]|\xf0(?!\x00{6}))).{8}"
+    + rb"(?(1)\x08(?!\5)" + _uint_pattern(True) + rb")"
+    + rb"(?(2)\x08(?!\5)" + _uint_pattern(False) + rb"\x09\x01)", re.S)
+_TIMESTAMP_AFTER_LSN = 2        # 04 cb
+
+
+def _uint_value(encoded: bytes) -> int:
+    return encoded[0] if len(encoded) == 1 else int.from_bytes(encoded[1:], "big")
+
+
+class WireTx:
+    """One whole transaction of an xlog block, framed for the wire.
+
+    `replica_id` is the id every row of it has (0 when they differ: the relay then
+    takes the rows one by one); its rows have LSNs from `first_lsn` to `lsn` of that
+    id. `frames` holds `count` packets (length prefix, header with the relay's sync,
+    body); `rows()` decodes them as the general path sees them."""
+
+    __slots__ = ("replica_id", "first_lsn", "lsn", "timestamp", "count", "frames",
+                 "_payload", "_start", "_end")
+
+    def __init__(self, replica_id: int, first_lsn: int, lsn: int, timestamp: float,
+                 count: int, frames: bytes, payload: bytes, start: int, end: int):
+        self.replica_id = replica_id
+        self.first_lsn = first_lsn
+        self.lsn = lsn
+        self.timestamp = timestamp
+        self.count = count
+        self.frames = frames
+        self._payload = payload
+        self._start = start
+        self._end = end
+
+    def rows(self) -> list[XRow]:
+        return decode_rows(self._payload[self._start:self._end])
+
+    def __repr__(self) -> str:
+        return (f"WireTx(replica_id={self.replica_id}, lsn={self.first_lsn}..{self.lsn}, "
+                f"rows={self.count})")
+
+
+def decode_tail(payload: bytes, start: int) -> list[XRow]:
+    """The rows from `start` on of a payload scan_block accepted (the transaction it
+    leaves unfinished)."""
+    return decode_rows(payload[start:]) if start < len(payload) else []
+
+
+class NotForwardable(Exception):
+    """A row of the block is not in the form scan_block forwards as stored."""
+
+
+def scan_block(payload: bytes, sync: int = 0, *, covered: dict[int, int] | None = None,
+               keep_first: bool = False) -> tuple[list[WireTx], int]:
+    """The whole transactions of a block payload, framed with `sync` in their headers,
+    and the offset where a transaction the block does not finish begins (len(payload)
+    when there is none). NotForwardable when any row is not in the forwardable form
+    (or not valid at all): the caller then takes the general path for the block.
+
+    `covered` ({replica id: LSN}): a transaction of one id's rows that are all at or
+    below its LSN there is left out (not even framed) — the cursor would drop it.
+    `keep_first`: never the first one (it may end a transaction an earlier block
+    began)."""
+    try:
+        return _scan(payload, sync, covered or {}, keep_first)
+    except (IndexError, struct.error, ValueError, msgpack.UnpackException) as exc:
+        raise NotForwardable() from exc
+
+
+def _scan(payload: bytes, sync: int, covered: dict[int, int],
+          keep_first: bool) -> tuple[list[WireTx], int]:
+    end = len(payload)
+    unpacker = msgpack.Unpacker(max_buffer_size=max(end, 1))
+    unpacker.feed(payload)
+    read_bytes, skip, tell = unpacker.read_bytes, unpacker.skip, unpacker.tell
+    match = _FORWARDABLE_HEADER.match
+    txs: list[WireTx] = []
+    starts: list[int] = []          # where the rows of the open transaction begin
+    tx_start = pos = 0
+    replica = first_lsn = last_lsn = b""
+    while pos < end:
+        header = match(payload, pos)
+        if header is None:
+            raise NotForwardable()
+        in_tx, _, row_type, row_replica, lsn = header.groups()
+        p = header.end()
+        read_bytes(p - pos)
+        if p < end and row_type != _NOP_TYPE:      # NOP rows have no body
+            skip()
+            nxt = tell()
+        else:
+            nxt = p
+        if not starts:
+            replica, first_lsn = row_replica, lsn
+        elif row_replica != replica or lsn <= last_lsn:
+            replica = b""                   # not one id's LSN range: rows one by one
+        starts.append(pos)
+        last_lsn = lsn
+        pos = nxt
+        if in_tx is not None:
+            continue
+        # the transaction's last row
+        replica_id, tx_lsn = (replica[0] if replica else 0), _uint_value(lsn)
+        if not (replica_id and tx_lsn <= covered.get(replica_id, 0)
+                and (tx_start or not keep_first)):
+            timestamp = _unpack_double(payload, header.end(5) + _TIMESTAMP_AFTER_LSN)[0]
+            txs.append(WireTx(replica_id, _uint_value(first_lsn), tx_lsn, timestamp,
+                              len(starts), _frames(payload, starts, pos, sync),
+                              payload, tx_start, pos))
+        starts.clear()
+        tx_start = pos
+    return txs, tx_start
+
+
+_FRAME_HEADS = [_pack_frame_head(0xCE, size) for size in range(4096)]   # the usual sizes
+
+
+def _frames(payload: bytes, starts: list[int], end: int, sync: int) -> bytes:
+    """The rows at `starts` (the last one ending at `end`) as packets with `sync`."""
+    heads = _FRAME_HEADS
+    if len(starts) == 1 and not sync and end - starts[0] < 4096:   # a one-row transaction
+        return heads[end - starts[0]] + payload[starts[0]:end]
+    out: list[bytes] = []
+    append = out.append
+    ends = starts[1:]
+    ends.append(end)
+    if sync:
+        # one more key in the map, and SYNC right after REQUEST_TYPE (00 <type>)
+        sync_field = b"\x01" + mp_encode_uint(sync)
+        extra = len(sync_field)
+        for start, stop in zip(starts, ends):
+            append(_pack_frame_head(0xCE, stop - start + extra))
+            append(bytes((payload[start] + 1,)))
+            append(payload[start + 1:start + 3])
+            append(sync_field)
+            append(payload[start + 3:stop])
+    else:
+        for start, stop in zip(starts, ends):
+            size = stop - start
+            append(heads[size] if size < 4096 else _pack_frame_head(0xCE, size))
+            append(payload[start:stop])
+    return b"".join(out)
