@@ -15,7 +15,11 @@ injects:
 
 * `clock()` and `synchro_timeout()` / `quorum()` (read at every use: both dynamic);
 * `wait(timeout)` — park the calling fiber until `broadcast()` or the timeout,
-  True when woken; `broadcast()` — wake every fiber waiting in the limbo;
+  True when woken; `broadcast()` — wake every fiber parked by `wait`;
+* `wait_entry(entry, timeout)` / `wake_entry(entry)` (optional) — the same for the
+  committer of one entry: a decided entry wakes its own committer only, not the
+  ~hundred others still waiting (a thundering herd of fiber switches per CONFIRM).
+  Without them, committers wait in `wait` and every decision broadcasts;
 * `write_synchro(type, owner_id, lsn)` — write a CONFIRM/ROLLBACK row to the WAL and
   return when it is there (it may yield; it raises when the write fails);
 * `on_complete(entry)` — the entry's transaction is decided (`entry.is_commit` or
@@ -48,7 +52,7 @@ class LimboEntry:
     transaction's TXN_WAIT_SYNC/TXN_WAIT_ACK flags; `txn` is opaque to the limbo."""
 
     __slots__ = ("txn", "lsn", "ack_count", "is_commit", "is_rollback", "wait_sync",
-                 "wait_ack", "quorum_timeout")
+                 "wait_ack", "quorum_timeout", "waiter")
 
     def __init__(self, txn: Any, wait_ack: bool):
         self.txn = txn
@@ -59,6 +63,7 @@ class LimboEntry:
         self.wait_sync = True
         self.wait_ack = wait_ack
         self.quorum_timeout = False     # rolled back by its own committer's timeout
+        self.waiter = None              # the glue's handle of its parked committer
 
     def __repr__(self) -> str:
         state = "commit" if self.is_commit else "rollback" if self.is_rollback else "pending"
@@ -87,13 +92,17 @@ class TxnLimbo:
                  synchro_timeout: Callable[[], float], clock: Callable[[], float],
                  wait: Callable[[float | None], bool], broadcast: Callable[[], None],
                  write_synchro: Callable[[int, int, int], None],
-                 on_complete: Callable[[LimboEntry], None]):
+                 on_complete: Callable[[LimboEntry], None],
+                 wait_entry: Callable[[LimboEntry, float | None], bool] | None = None,
+                 wake_entry: Callable[[LimboEntry], None] | None = None):
         self.instance_id = instance_id
         self.quorum = quorum
         self.synchro_timeout = synchro_timeout
         self.clock = clock
         self.wait = wait
         self.broadcast = broadcast
+        self.wait_entry = wait_entry or (lambda entry, timeout: wait(timeout))
+        self.wake_entry = wake_entry or (lambda entry: None)
         self.write_synchro = write_synchro
         self.on_complete = on_complete
         self.queue: collections.deque[LimboEntry] = collections.deque()
@@ -184,7 +193,11 @@ class TxnLimbo:
         before (a relay faster than tx: the early-ACK race) are in `vclock`:
         count them now."""
         entry.lsn = lsn
-        entry.ack_count = sum(1 for acked in self.vclock.values() if acked >= lsn)
+        ack_count = 0
+        for acked in self.vclock.values():
+            if acked >= lsn:
+                ack_count += 1
+        entry.ack_count = ack_count
         if lsn <= self._confirm_read_lsn and not self._confirm_writing:
             # A CONFIRM for a later entry reached the disk while this one had no LSN
             # yet (its fiber woke late); that CONFIRM covers it too.
@@ -202,19 +215,30 @@ class TxnLimbo:
         if lsn <= prev_lsn:
             return                      # nothing new (vclocks never go back)
         self.vclock[replica_id] = lsn
-        quorum = self.quorum()
-        confirm_lsn = -1
-        for entry in list(self.queue):
-            if entry.lsn > lsn:
-                break
-            if not entry.wait_ack or entry.lsn <= prev_lsn:
-                continue                # async, not written yet, or counted before
-            entry.ack_count += 1
-            if entry.ack_count >= quorum:
-                confirm_lsn = entry.lsn
+        confirm_lsn = self._count_ack(prev_lsn, lsn, self.quorum())
         if confirm_lsn == -1 or confirm_lsn <= self.confirmed_lsn:
             return
         self._confirm_up_to(confirm_lsn)
+
+    def _count_ack(self, prev_lsn: int, lsn: int, quorum: int) -> int:
+        """One more ACK for the synchronous entries with an LSN in (prev_lsn, lsn];
+        the greatest LSN of them that reaches the quorum, -1 if none does.
+
+        The queue is walked from the newest entry: LSNs grow along the queue, so
+        the walk stops at the first entry this replica had acked before, instead of
+        going over every pending entry for each ACK (the owner's own ACK comes once
+        per transaction)."""
+        confirm_lsn = -1
+        for entry in reversed(self.queue):
+            entry_lsn = entry.lsn
+            if entry_lsn > lsn or entry_lsn == -1 or not entry.wait_ack:
+                continue                # not acked yet, not written yet, or async
+            if entry_lsn <= prev_lsn:
+                break                   # this one and all before it: counted before
+            entry.ack_count += 1
+            if confirm_lsn == -1 and entry.ack_count >= quorum:
+                confirm_lsn = entry_lsn
+        return confirm_lsn
 
     def _confirm_up_to(self, lsn: int) -> None:
         """Write CONFIRM and read it. While one CONFIRM is being written, ACKs that
@@ -260,17 +284,19 @@ class TxnLimbo:
         if lsn > self.confirmed_lsn:
             self.confirmed_lsn = lsn    # a replica reading its master's CONFIRM
         completed = False
-        while self.queue:
-            entry = self.queue[0]
+        queue, on_complete, wake_entry = self.queue, self.on_complete, self.wake_entry
+        while queue:
+            entry = queue[0]
             if entry.wait_ack and (entry.lsn == -1 or entry.lsn > lsn):
                 break
-            self.queue.popleft()
+            queue.popleft()
             entry.is_commit = True
             entry.wait_sync = entry.wait_ack = False
             completed = True
-            self.on_complete(entry)
+            on_complete(entry)
+            wake_entry(entry)
         if completed:
-            self.broadcast()
+            self.broadcast()            # limbo-wide waiters: JOIN, checkpoints, timeouts
 
     # ------------------------------------------------------------ rollback
 
@@ -310,18 +336,20 @@ class TxnLimbo:
             entry.wait_sync = entry.wait_ack = False
             entry.quorum_timeout = quorum_timeout and entry is last
             self.on_complete(entry)
+            self.wake_entry(entry)
             if entry is last:
                 break
         self.broadcast()
 
     # --------------------------------------------------------------- waits
 
-    def _wait_until(self, done: Callable[[], bool], start: float) -> bool:
+    def _wait_until(self, done: Callable[[], bool], start: float,
+                    wait: Callable[[float], bool]) -> bool:
         """Wait for `done()` until replication_synchro_timeout after `start` (read
-        at every turn: it is dynamic). False on timeout."""
+        at every turn: it is dynamic), parking in `wait`. False on timeout."""
         while not done():
             timeout = start + self.synchro_timeout() - self.clock()
-            woken = self.wait(timeout) if timeout > 0 else False
+            woken = wait(timeout) if timeout > 0 else False
             if done():
                 return True
             if not woken:
@@ -334,8 +362,9 @@ class TxnLimbo:
         its own timeout rolled it back (then it writes ROLLBACK for itself and
         everything behind it). An entry that times out behind another one, or that a
         CONFIRM being written covers, waits for that one's outcome instead."""
-        if not entry.is_complete and not self._wait_until(lambda: entry.is_complete,
-                                                          self.clock()):
+        if not entry.is_complete and not self._wait_until(
+                lambda: entry.is_complete, self.clock(),
+                lambda timeout: self.wait_entry(entry, timeout)):
             # Timed out. Only the first entry rolls back, and not while a CONFIRM
             # covering it is being written; the others wait for the outcome of the
             # ones before them (re-checking when woken: once first, they decide).
@@ -358,7 +387,7 @@ class TxnLimbo:
         last = self.txn_limbo_last_entry()
         if last is None:
             return
-        if not self._wait_until(lambda: last.is_complete, self.clock()):
+        if not self._wait_until(lambda: last.is_complete, self.clock(), self.wait):
             raise ClientError(ErrorCode.ER_SYNC_QUORUM_TIMEOUT)
         if last.is_rollback:
             raise ClientError(ErrorCode.ER_SYNC_ROLLBACK)
@@ -427,6 +456,8 @@ class TxnLimbo:
                 confirm_lsn = entry.lsn
             if confirm_lsn > self.confirmed_lsn:
                 self._confirm_up_to(confirm_lsn)
+        for entry in self.queue:
+            self.wake_entry(entry)      # committers re-read their timeout too
         self.broadcast()
 
     def count_own_write(self, lsn: int) -> None:

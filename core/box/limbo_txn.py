@@ -19,49 +19,69 @@
 """
 from __future__ import annotations
 
-import collections
 from typing import Any
 
 from spindle.core import log
-from spindle.core.iproto.constants import GroupId, is_synchro
+from spindle.core.iproto.constants import GroupId
 from spindle.core.iproto.errors import ClientError, ErrorCode, FiberIsCancelled
 from spindle.core.iproto.xrow import XRow, decode_synchro_body, synchro_row
 
-from .limbo import LimboEntry, TxnLimbo
+from .limbo import CONFIRM, ROLLBACK, LimboEntry, TxnLimbo
 from .limbo_quorum import synchro_quorum
 
 DEFAULT_SYNCHRO_TIMEOUT = 5.0
+SYNCHRO_TYPES = frozenset((int(CONFIRM), int(ROLLBACK)))    # iproto_type_is_synchro
 
 
 class LimboWaiters:
     """The limbo's wait_cond. Unlike fiber.cond, a wait here ignores cancellation
     (fiber_set_cancellable(false) in the seed): a committer cannot give up on rows
-    that are in the WAL already — unless the whole process is exiting."""
+    that are in the WAL already — unless the whole process is exiting.
+
+    A committer waiting for its own entry parks on the entry (`wait_entry`), so
+    the entry's decision wakes that fiber alone; `broadcast` wakes the fibers
+    parked by `wait` (a dict: insertion order, O(1) removal)."""
 
     def __init__(self, sched):
         self.sched = sched
-        self._waiters: collections.deque = collections.deque()
+        self._waiters: dict = {}
 
     def wait(self, timeout: float | None) -> bool:
         me = self.sched.current
-        self._waiters.append(me)
+        self._waiters[me] = None
         try:
             woken = self.sched.wait(timeout)
         finally:
-            try:
-                self._waiters.remove(me)
-            except ValueError:
-                pass
+            self._waiters.pop(me, None)
+        self._check_exiting(me)
+        return woken
+
+    def broadcast(self) -> None:
+        waiters, self._waiters = self._waiters, {}
+        for fiber in waiters:
+            self.sched.wakeup(fiber)
+
+    def wait_entry(self, entry: LimboEntry, timeout: float | None) -> bool:
+        me = self.sched.current
+        entry.waiter = me
+        try:
+            woken = self.sched.wait(timeout)
+        finally:
+            entry.waiter = None
+        self._check_exiting(me)
+        return woken
+
+    def wake_entry(self, entry: LimboEntry) -> None:
+        fiber = entry.waiter
+        if fiber is not None:
+            entry.waiter = None
+            self.sched.wakeup(fiber)
+
+    def _check_exiting(self, me) -> None:
         if me.cancelled and getattr(self.sched, "_stopping", False):
             # The process is exiting (the scheduler cancels every fiber): give up
             # instead of holding the exit; the restart finds the rows in the limbo.
             raise FiberIsCancelled()
-        return woken
-
-    def broadcast(self) -> None:
-        waiters, self._waiters = self._waiters, collections.deque()
-        for fiber in waiters:
-            self.sched.wakeup(fiber)
 
 
 # ---------------------------------------------------------------- options
@@ -92,6 +112,8 @@ def make_limbo(box) -> TxnLimbo:
         clock=box.sched.clock,
         wait=waiters.wait,
         broadcast=waiters.broadcast,
+        wait_entry=waiters.wait_entry,
+        wake_entry=waiters.wake_entry,
         write_synchro=lambda kind, owner, lsn: write_synchro(box, kind, owner, lsn),
         on_complete=lambda entry: on_entry_complete(box, entry))
 
@@ -161,11 +183,11 @@ def limbo_commit(box, txn: Any, rows: list[XRow]) -> None:
     transaction is undone by then)."""
     limbo = box.limbo
     is_sync = txn.is_sync
-    if (is_sync or limbo.queue) and box.checkpoint_gate.closed:
-        box.checkpoint_gate.pass_()       # a checkpoint is draining the limbo
     if not is_sync and not limbo.queue:
-        box.journal_write(rows)
+        box.journal_write(rows)           # asynchronous, nothing pending: no limbo
         return
+    if box.checkpoint_gate.closed:
+        box.checkpoint_gate.pass_()       # a checkpoint is draining the limbo
     entry = limbo.txn_limbo_append(0, txn, wait_ack=is_sync)
     try:
         box.journal_write(rows)
@@ -188,16 +210,25 @@ def _enter(box, txn: Any, rows: list[XRow]) -> LimboEntry | None:
     """Queue a transaction whose rows come with their LSNs (a master's, or the
     WAL's at recovery): synchronous, or behind a non-empty queue."""
     limbo = box.limbo
-    if all(is_synchro(row.type) for row in rows):
-        return None
     is_sync = txn.is_sync
     if not is_sync and not limbo.queue:
         return None
-    origin = next((row.replica_id for row in rows if row.group_id != GroupId.LOCAL),
-                  rows[0].replica_id)
+    if len(rows) == 1:
+        # The usual replicated transaction (once per row of the stream): its row
+        # is its origin and LSN, whatever its group.
+        row = rows[0]
+        if row.type in SYNCHRO_TYPES:
+            return None
+        origin, lsn = row.replica_id, row.lsn
+    else:
+        if all(row.type in SYNCHRO_TYPES for row in rows):
+            return None
+        origin = next((row.replica_id for row in rows if row.group_id != GroupId.LOCAL),
+                      rows[0].replica_id)
+        lsn = _limbo_lsn(rows)
     entry = limbo.txn_limbo_append(origin, txn, wait_ack=is_sync)
     if is_sync:
-        limbo.txn_limbo_assign_lsn(entry, _limbo_lsn(rows))
+        limbo.txn_limbo_assign_remote_lsn(entry, lsn)
     return entry
 
 

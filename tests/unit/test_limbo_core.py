@@ -11,15 +11,19 @@ returns", the seed's first race).
 from __future__ import annotations
 
 import collections
+import dataclasses
 import heapq
 import itertools
+import random
 from dataclasses import dataclass, field
 
 import greenlet
 import pytest
 
-from spindle.core.box.limbo import CONFIRM, ROLLBACK, TxnLimbo, quorum_confirm_lsn
-from spindle.core.box.limbo_txn import LimboWaiters, limbo_commit
+from spindle.core.box.limbo import (CONFIRM, ROLLBACK, LimboEntry, TxnLimbo,
+                                    quorum_confirm_lsn)
+from spindle.core.box.limbo_txn import LimboWaiters, _enter, limbo_commit
+from spindle.core.iproto.constants import GroupId
 from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.iproto.xrow import XRow
 
@@ -37,6 +41,7 @@ class SimFiber:
         self.woken = False
         self.done = False
         self.cancelled = False
+        self.switches = 0           # how many times it was run (woken or started)
         self.g = greenlet.greenlet(self._main, parent=sim.hub)
         self.fn = fn
 
@@ -90,6 +95,7 @@ class Sim:
 
     def _switch(self, fiber) -> None:
         self.current = fiber
+        fiber.switches += 1
         fiber.g.switch()
         self.current = None
 
@@ -175,6 +181,19 @@ class World:
     finished_at: dict = field(default_factory=dict)
 
 
+# Committers park on their own entry (the box's wiring), or — the limbo's fallback
+# when the glue gives no wait_entry/wake_entry — all in the limbo-wide wait: every
+# scenario runs both ways.
+WAKEUPS = {"targeted": True}
+
+
+@pytest.fixture(autouse=True, params=["targeted wakeups", "broadcast only"])
+def wakeups(request):
+    WAKEUPS["targeted"] = request.param == "targeted wakeups"
+    yield request.param
+    WAKEUPS["targeted"] = True
+
+
 def make_world(quorum=2, timeout=5.0, wal_delay=1.0, instance_id=OWNER) -> World:
     sim = Sim()
     wal = FakeWal(sim, wal_delay)
@@ -189,7 +208,9 @@ def make_world(quorum=2, timeout=5.0, wal_delay=1.0, instance_id=OWNER) -> World
     limbo = TxnLimbo(instance_id=lambda: instance_id, quorum=lambda: cfg["quorum"],
                      synchro_timeout=lambda: cfg["timeout"], clock=sim.clock,
                      wait=waiters.wait, broadcast=waiters.broadcast,
-                     write_synchro=wal.write_synchro, on_complete=on_complete)
+                     write_synchro=wal.write_synchro, on_complete=on_complete,
+                     **({"wait_entry": waiters.wait_entry, "wake_entry": waiters.wake_entry}
+                        if WAKEUPS["targeted"] else {}))
     world = World(sim, wal, limbo, FakeBox(limbo, wal), cfg)
     world_ref.append(world)
     return world
@@ -489,3 +510,168 @@ def test_recovered_own_entries_count_the_own_write():
 ])
 def test_quorum_confirm_lsn(lsns, quorum, expected):
     assert quorum_confirm_lsn(lsns, quorum) == expected
+
+
+# ------------------------------------------------------- targeted wakeups
+
+def test_a_confirm_wakes_only_the_confirmed_entries_committers(wakeups):
+    world = make_world(quorum=2, wal_delay=1.0)
+    names = [f"s{i}" for i in range(1, 11)]
+    for i, name in enumerate(names):
+        commit(0.01 * i, name)(world)
+    fibers = {fiber.name: fiber for *_, fiber, _ in world.sim._timers}
+    world.sim.run(until=2.0)            # all written, all waiting for the replica
+    before = {name: fiber.switches for name, fiber in fibers.items()}
+    ack(2.0, 2, 3)(world)
+    world.sim.run(until=4.0)            # CONFIRM(3) written and read
+    woken = {name for name, fiber in fibers.items() if fiber.switches > before[name]}
+    assert world.wal.synchro == [("CONFIRM", OWNER, 3)]
+    assert {name for name, result in world.results.items() if result == "ok"} == \
+        {"s1", "s2", "s3"}
+    if wakeups == "targeted wakeups":
+        assert woken == {"s1", "s2", "s3"}
+    else:
+        assert woken == set(names)     # the fallback: everyone re-checks
+    ack(5.0, 2, 10)(world)
+    world.sim.run()
+    assert all(result == "ok" for result in world.results.values())
+
+
+def test_a_timeout_rollback_reaches_every_waiting_committer():
+    world = run(make_world(timeout=2.0), *[commit(0.01 * i, f"s{i}") for i in range(1, 11)])
+    assert world.results == {"s1": TIMEOUT, **{f"s{i}": ROLLED for i in range(2, 11)}}
+    assert world.wal.synchro == [("ROLLBACK", OWNER, 1)]
+    assert world.limbo.txn_limbo_is_empty()
+
+
+def test_committers_behind_a_timed_out_one_decide_in_turn():
+    # s1 confirmed late; s2 timed out meanwhile (waiting limbo-wide): once first,
+    # it rolls back itself and s3 behind it
+    world = run(make_world(timeout=5.0), commit(0, "s1"), commit(0.1, "s2"),
+                commit(0.2, "s3"), ack(5.95, 2, 1))
+    assert world.results == {"s1": "ok", "s2": TIMEOUT, "s3": ROLLED}
+    assert world.wal.synchro == [("CONFIRM", OWNER, 1), ("ROLLBACK", OWNER, 2)]
+
+
+class _FakeFiber:
+    cancelled = False
+
+
+class _FakeSched:
+    def __init__(self):
+        self.current = _FakeFiber()
+        self.woken = []
+
+    def wakeup(self, fiber):
+        self.woken.append(fiber)
+
+
+def test_wake_entry_wakes_its_parked_fiber_once():
+    sched = _FakeSched()
+    waiters = LimboWaiters(sched)
+    parked, idle = LimboEntry("t1", True), LimboEntry("t2", True)
+    parked.waiter = fiber = _FakeFiber()
+    waiters.wake_entry(parked)
+    waiters.wake_entry(parked)          # woken already: not queued twice
+    waiters.wake_entry(idle)            # nobody waits on it
+    assert sched.woken == [fiber] and parked.waiter is None
+
+
+def _count_ack_forward(queue, prev_lsn, lsn, quorum):
+    """The walk from the oldest entry (as before): the reference."""
+    confirm_lsn = -1
+    for entry in queue:
+        if entry.lsn > lsn:
+            break
+        if not entry.wait_ack or entry.lsn <= prev_lsn:
+            continue
+        entry.ack_count += 1
+        if entry.ack_count >= quorum:
+            confirm_lsn = entry.lsn
+    return confirm_lsn
+
+
+def _random_queue(rng):
+    """Entries as the owner's queue has them: LSNs growing, some async or not
+    written yet (-1), ACK counts not growing with the LSN."""
+    queue, lsn, acks = [], 0, 3
+    for i in range(rng.randrange(0, 12)):
+        entry = LimboEntry(f"t{i}", wait_ack=rng.random() < 0.8)
+        lsn += rng.randrange(1, 3)
+        if entry.wait_ack and rng.random() < 0.8:
+            entry.lsn = lsn
+            acks = rng.randrange(0, acks + 1)
+            entry.ack_count = acks
+        queue.append(entry)
+    return queue, lsn
+
+
+def _copy(entries):
+    copies = []
+    for entry in entries:
+        copy = LimboEntry(entry.txn, entry.wait_ack)
+        copy.lsn, copy.ack_count = entry.lsn, entry.ack_count
+        copies.append(copy)
+    return copies
+
+
+def test_ack_counting_from_the_newest_entry_matches_the_walk_from_the_oldest():
+    rng = random.Random(5)
+    for _ in range(2000):
+        queue, top = _random_queue(rng)
+        prev_lsn = rng.randrange(0, top + 2)
+        lsn = rng.randrange(prev_lsn + 1, top + 3)
+        quorum = rng.randrange(1, 4)
+        reference = _copy(queue)
+        expected = _count_ack_forward(reference, prev_lsn, lsn, quorum)
+        limbo, _, _ = replica_limbo()
+        limbo.queue.extend(queue)
+        assert limbo._count_ack(prev_lsn, lsn, quorum) == expected
+        assert [e.ack_count for e in queue] == [e.ack_count for e in reference]
+
+
+# ------------------------------------------- replicated rows entering the limbo
+
+@dataclass
+class _ReplicatedTxn:
+    is_sync: bool
+
+
+def _entered(rows, is_sync=True, pending=False):
+    """What `_enter` queues for `rows`: (origin, lsn, wait_ack) or None."""
+    limbo, _, _ = replica_limbo(instance_id=3)
+    if pending:
+        master_entries(limbo, ("s", 1))
+    box = FakeBox(limbo, wal=None)
+    entry = _enter(box, _ReplicatedTxn(is_sync), rows)
+    if entry is None:
+        return None
+    return limbo.owner_id, entry.lsn, entry.wait_ack
+
+
+def _row(rtype=2, replica_id=1, lsn=5, group_id=0):
+    return XRow(type=rtype, replica_id=replica_id, lsn=lsn, group_id=group_id)
+
+
+@pytest.mark.parametrize("row", [_row(), _row(group_id=GroupId.LOCAL, replica_id=1, lsn=7)],
+                         ids=["global", "local"])
+def test_one_row_enters_as_the_general_path_would(row):
+    # the one-row path gives what the many-row path gives for the same row twice
+    # over (the last row's LSN, the first global row's origin)
+    twice = [dataclasses.replace(row, lsn=row.lsn - 1), row]
+    assert _entered([row]) == _entered(twice) == (1, row.lsn, True)
+    assert _entered([row], is_sync=False, pending=True) == (1, -1, False)
+    assert _entered([row], is_sync=False) is None
+
+
+@pytest.mark.parametrize("rtype", [CONFIRM, ROLLBACK])
+def test_synchro_rows_never_enter(rtype):
+    assert _entered([_row(rtype)], pending=True) is None
+    assert _entered([_row(rtype), _row(rtype, lsn=6)], pending=True) is None
+    assert _entered([_row(rtype), _row(lsn=6)]) == (1, 6, True)
+
+
+def test_many_rows_take_the_owner_from_the_first_global_row():
+    rows = [_row(group_id=GroupId.LOCAL, replica_id=3, lsn=2), _row(replica_id=1, lsn=8),
+            _row(group_id=GroupId.LOCAL, replica_id=3, lsn=3)]
+    assert _entered(rows) == (1, 8, True)
