@@ -39,6 +39,7 @@ from spindle.core.iproto.xrow import DmlRequest, MsgpackRaw, XRow, encode_dml_bo
 
 
 Journal = Callable[[list[XRow]], None]
+_NO_KEY = object()     # "not looked up yet" (None is a valid fiber key)
 # submit(rows, done): queue a journal write and return at once; done(error or None)
 # runs later, in tx, when the write is over (txn_commit_async's journal)
 AsyncJournal = Callable[[list[XRow], Callable[[BaseException | None], None]], None]
@@ -114,38 +115,62 @@ class Savepoint:
         self.position = position
 
 
+def _lazy_triggers(slot: str) -> property:
+    """A TriggerList attribute made on first use: most transactions never get one."""
+    def get(txn: "Txn") -> TriggerList:
+        triggers = getattr(txn, slot)
+        if triggers is None:
+            triggers = TriggerList()
+            setattr(txn, slot, triggers)
+        return triggers
+    return property(get)
+
+
 class Txn:
     _ids = itertools.count(1)
+
+    # Defaults kept on the class (an instance sets its own when one changes): a
+    # transaction is made per autocommit statement, and most never change these.
+    _on_commit: TriggerList | None = None
+    _on_rollback: TriggerList | None = None
+    aborted_by_yield = False
+    journal_error: BaseException | None = None   # why an async commit failed
+    # The applier's transactions log the rows their master sent, not rebuilt ones:
+    # no redo row is made for their own statements (those of triggers still are).
+    replicated = False
+    # Undone by the synchronous-replication limbo (a ROLLBACK, a quorum timeout)
+    # after or during its journal write: a normal outcome, not a failed write.
+    sync_rollback = False
 
     def __init__(self, autocommit: bool = False):
         self.id = next(Txn._ids)
         self.autocommit = autocommit
         self.statements: list[Statement] = []
         self.savepoints: list[Savepoint] = []
-        self.on_commit = TriggerList()
-        self.on_rollback = TriggerList()
         self.depth = 0                  # statements being executed (nested via triggers)
-        self.aborted_by_yield = False
         self.status = "active"          # active, committing, committed, rolled back
-        self.journal_error: BaseException | None = None   # why an async commit failed
-        # The applier's transactions log the rows their master sent, not rebuilt ones:
-        # no redo row is made for their own statements (those of triggers still are).
-        self.replicated = False
-        # Undone by the synchronous-replication limbo (a ROLLBACK, a quorum timeout)
-        # after or during its journal write: a normal outcome, not a failed write.
-        self.sync_rollback = False
+
+    on_commit = _lazy_triggers("_on_commit")
+    on_rollback = _lazy_triggers("_on_rollback")
 
     def __repr__(self) -> str:
         return f"<Txn {self.id} {self.status} {len(self.statements)} stmts>"
 
     @property
     def is_sync(self) -> bool:
-        return any(getattr(s.space, "is_sync", False) for s in self.statements)
+        for stmt in self.statements:
+            if getattr(stmt.space, "is_sync", False):
+                return True
+        return False
 
     def rows(self) -> list[XRow]:
         """The journal entry: rows of the statements in order (+ the NOP that closes a
         transaction ending with local rows but having replicated ones)."""
-        rows = [s.row for s in self.statements if s.row is not None]
+        statements = self.statements
+        if len(statements) == 1:     # one row: no boundary to keep
+            row = statements[0].row
+            return [] if row is None else [row]
+        rows = [s.row for s in statements if s.row is not None]
         local = sum([r.group_id == _LOCAL for r in rows])
         if local and local != len(rows) and rows[-1].group_id == _LOCAL:
             rows.append(XRow(type=IprotoType.NOP, group_id=GroupId.DEFAULT))
@@ -201,12 +226,13 @@ class TxnManager:
         return txn
 
     def commit(self) -> None:
-        txn = self.current
+        key = self.fiber_key()
+        txn = self._txns.get(key)
         if txn is None:
             return
         if txn.depth:
             raise ClientError(ErrorCode.ER_COMMIT_IN_SUB_STMT)
-        self._commit(txn)
+        self._commit(txn, key)
 
     def rollback(self) -> None:
         txn = self.current
@@ -287,7 +313,7 @@ class TxnManager:
             raise
         txn.depth -= 1
         if autocommit:
-            self._commit(txn)
+            self._commit(txn, key)
         return result
 
     def _commit_stmt(self, stmt: Statement, redo: bool = True) -> None:
@@ -300,16 +326,18 @@ class TxnManager:
 
     # -- completion -----------------------------------------------------------
 
-    def _detach(self, txn: Txn) -> None:
-        key = self.fiber_key()
+    def _detach(self, txn: Txn, key: Hashable = _NO_KEY) -> None:
+        """Take `txn` from its fiber (`key`: fiber_key(), when the caller has it)."""
+        if key is _NO_KEY:
+            key = self.fiber_key()
         if self._txns.get(key) is txn:
             del self._txns[key]
 
-    def _commit(self, txn: Txn) -> None:
+    def _commit(self, txn: Txn, key: Hashable = _NO_KEY) -> None:
         if txn.aborted_by_yield:
             self._rollback(txn)
             raise ClientError(ErrorCode.ER_TRANSACTION_YIELD)
-        self._detach(txn)
+        self._detach(txn, key)
         txn.status = "committing"
         rows = txn.rows()
         if rows and self.journal is not None:
@@ -323,7 +351,8 @@ class TxnManager:
                     self._finish_rollback(txn)
                 raise
         txn.status = "committed"
-        self._run_triggers(txn.on_commit, txn, "on_commit")
+        if txn._on_commit is not None:
+            self._run_triggers(txn._on_commit, txn, "on_commit")
 
     def commit_async(self, submit: AsyncJournal, rows: list[XRow] | None = None) -> Txn:
         """txn_commit_async(): hand the current transaction's rows (or `rows`, e.g. the
@@ -347,7 +376,7 @@ class TxnManager:
                 return                  # completed already (a late duplicate callback)
             if error is None:
                 txn.status = "committed"
-                self._run_triggers(txn.on_commit, txn, "on_commit")
+                self._run_triggers(txn._on_commit, txn, "on_commit")
             else:
                 txn.journal_error = error
                 self._finish_rollback(txn)
@@ -378,12 +407,12 @@ class TxnManager:
     def _finish_rollback(self, txn: Txn) -> None:
         txn.rollback_to(0)
         txn.status = "rolled back"
-        self._run_triggers(txn.on_rollback, txn, "on_rollback")
+        self._run_triggers(txn._on_rollback, txn, "on_rollback")
 
     @staticmethod
-    def _run_triggers(triggers: TriggerList, txn: Txn, what: str) -> None:
+    def _run_triggers(triggers: TriggerList | None, txn: Txn, what: str) -> None:
         # 2.6.0 cannot undo a commit or a rollback: a failing trigger is only logged.
-        if not len(triggers):
+        if triggers is None or not len(triggers):
             return
         for trigger in triggers:
             try:

@@ -18,6 +18,10 @@ idle thread's place under the queue's lock (`_busy`), and anything that must be 
 after an inline batch not yet written (a rotation, sync, gc, stop) hands that batch to
 the thread first. The fiber still parks until its batch is written, as with the thread,
 and while the thread is busy entries queue up for it as before (group commit).
+A committer that is alone (no other fiber ready: nothing could join its batch before
+that callback) writes its entry at once instead, then yields with
+`Scheduler.yield_turn()`, which skips the loop iteration when it could only resume
+that same fiber.
 
 LSN assignment is wal_assign_lsn() of 2.6.0: a row that has no LSN yet is a local
 write — it gets `replica_id = instance_id` (or 0 with component 0 for GROUP_LOCAL rows of
@@ -60,7 +64,7 @@ from spindle.core.xlog.files import (
 )
 from spindle.core.xlog.format import (
     AUTOCOMMIT_THRESHOLD, EOF_MARKER_BYTES, FIXHEADER_SIZE, XLOG, XlogError, XlogMeta,
-    encode_block, encode_rows,
+    encode_block, encode_row, encode_rows,
 )
 
 MODES = ("none", "write", "fsync")
@@ -154,7 +158,7 @@ def assign_lsn(rows: list[XRow], vclock: VClock, instance_id: int, timestamp: fl
             row.timestamp = timestamp
             if row.replica_id not in (0, instance_id):
                 raise ValueError(f"row of replica {row.replica_id} has no LSN")
-            row.replica_id = 0 if row.group_id == GroupId.LOCAL else instance_id
+            row.replica_id = 0 if row.group_id == _LOCAL else instance_id
             row.lsn = row.tsn = vclock.inc(row.replica_id)
             row.is_commit = True
             return
@@ -252,23 +256,33 @@ class WalWriter:
     # ------------------------------------------------------------------ tx side
 
     def write(self, rows: Iterable[XRow]) -> VClock:
-        """Write one transaction; parks the calling fiber until it is on disk.
-        Returns the vclock right after it; raises ClientError(ER_WAL_IO) on failure."""
-        if self.mode != "none" and (self.sched is None or self.sched.current is None):
+        """Write one transaction; the calling fiber yields and returns once it is
+        written. Returns the vclock right after it; raises ClientError(ER_WAL_IO) on
+        failure."""
+        sched = self.sched
+        if self.mode != "none" and (sched is None or sched.current is None):
             raise RuntimeError("WalWriter.write() must be called from a fiber")
-        entry = self.submit(rows)
-        if not entry.done:
-            entry.fiber = self.sched.current
+        # Alone: no other fiber runs before the next iteration, so nothing could join
+        # this entry's batch; it is written now instead of in a hub callback.
+        entry = self.submit(rows, write_now=sched is not None and not sched.has_ready())
+        if entry.done:
+            if self.mode != "none":
+                sched.yield_turn()    # written now; a commit yields, as a WAL wait does
+        else:
+            entry.fiber = sched.current
             while not entry.done:
-                self.sched.wait()
+                sched.wait()
         if entry.error is not None:
             raise entry.error
         return entry.vclock
 
     def submit(self, rows: Iterable[XRow],
-               on_done: Callable[[JournalEntry], None] | None = None) -> JournalEntry:
+               on_done: Callable[[JournalEntry], None] | None = None,
+               write_now: bool = False) -> JournalEntry:
         """Queue a transaction without waiting (txn_commit_async); `on_done(entry)` runs
-        in tx when it completes."""
+        in tx when it completes. `write_now`: if it would start an inline batch, tx
+        writes and completes it before returning (the caller is a fiber that no other
+        fiber could join in a batch)."""
         rows = list(rows)
         if not rows:
             raise ValueError("a journal entry needs at least one row")
@@ -286,14 +300,19 @@ class WalWriter:
             self._inline.append(entry)
             return entry
         with self._lock:
-            if self.mode == "write" and self.sched is not None and not self._queue \
-                    and not self._busy:
+            inline = (self.mode == "write" and self.sched is not None and not self._queue
+                      and not self._busy)
+            if inline:
                 self._busy = True        # the thread waits until tx has written
                 self._inline = [entry]
+            else:
+                self._queue.append(entry)
+                self._cv.notify()
+        if inline:
+            if write_now:
+                self._flush_inline()
+            else:
                 self.sched.call_soon(self._flush_inline)
-                return entry
-            self._queue.append(entry)
-            self._cv.notify()
         return entry
 
     def rotate(self) -> VClock:
@@ -431,7 +450,7 @@ class WalWriter:
             with self._cv:
                 self._queue.append(_Control("end_rollback"))
                 self._cv.notify()
-        if written:
+        if written and self.on_write:
             self._run_on_write(written)
 
     def _finish(self, entry: JournalEntry) -> None:
@@ -557,8 +576,9 @@ class WalWriter:
             for entry in entries:
                 trial = vclock.copy()
                 try:
-                    assign_lsn(entry.rows, trial, entry.instance_id, now)
-                    data = encode_rows(entry.rows)
+                    rows = entry.rows
+                    assign_lsn(rows, trial, entry.instance_id, now)
+                    data = encode_row(rows[0]) if len(rows) == 1 else encode_rows(rows)
                 except (BrokenLsn, ValueError) as exc:
                     # Only this entry is refused; it never reaches the file.
                     if not isinstance(exc, BrokenLsn):
@@ -566,8 +586,8 @@ class WalWriter:
                     entry.error = exc if isinstance(exc, BrokenLsn) \
                         else ClientError(ErrorCode.ER_WAL_IO)
                     continue
-                vclock = trial
-                entry.vclock = trial.copy()
+                # `trial` is never changed after this (the next entry signs a copy)
+                vclock = entry.vclock = trial
                 chunks.append(data)
                 buffered += len(data)
                 if FIXHEADER_SIZE + buffered >= AUTOCOMMIT_THRESHOLD:

@@ -8,6 +8,7 @@ local native, blocking, wait, tuple, box = ...
 local type, rawget, rawequal, select, error, tostring = type, rawget, rawequal, select, error, tostring
 local setmetatable, pairs, ipairs, string_format = setmetatable, pairs, ipairs, string.format
 local getmetatable, unpack = getmetatable, unpack
+local co_isyieldable = coroutine.isyieldable
 local bless, bless_list, is_tuple = tuple.bless, tuple.bless_list, tuple.is
 
 local spaces = {}          -- box.space: id and name -> space object
@@ -96,11 +97,17 @@ local function check_select_opts(opts, key)
     return itype, offset, limit
 end
 
--- A DML statement: straight through inside a transaction (nothing waits), through
--- wait() otherwise (the autocommit waits for the WAL). The natives answer false,
--- having done nothing, when no transaction is open; no DML result is false.
+-- A DML statement: through wait() where Lua can yield (an autocommit waits for the
+-- WAL; inside a transaction the request returns at once, for what a direct call
+-- costs), so it crosses into Python once. Where Lua cannot yield (a trigger), the
+-- native runs it directly inside a transaction; it answers false, having done
+-- nothing, when no transaction is open (no DML result is false), and wait() then
+-- raises the error of a forbidden yield.
 local function dml(name, ...)
     dml_epoch = dml_epoch + 1
+    if co_isyieldable() then
+        return wait(blocking[name], ...)
+    end
     local result = native[name](...)
     if result == false then
         return wait(blocking[name], ...)
@@ -113,9 +120,14 @@ end
 -- before_replace trigger could have changed it, the result is built here from the
 -- same values, which is what the stored tuple converts back to.
 local function put_fields(name, sid, ...)
-    local result = native[name](sid, ...)
-    if result == false then
+    local result
+    if co_isyieldable() then
         result = wait(blocking[name], sid, ...)
+    else
+        result = native[name](sid, ...)
+        if result == false then
+            result = wait(blocking[name], sid, ...)
+        end
     end
     if result == true then
         return {...}

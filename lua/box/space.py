@@ -9,9 +9,10 @@ place, as Tarantool's on_alter_space trigger does. So box.space is a plain table
 replication, recovery, and rollbacks.
 
 Blocking rule: every DML may commit (an autocommit statement waits for the WAL), so
-space.lua calls the DML natives directly only inside a transaction and through
-wait() otherwise; both paths run the same functions here, which take raw Lua
-arguments and return Lua values. Reads never block.
+space.lua runs DML through wait() wherever Lua can yield, and calls the natives
+directly only where it cannot (inside a transaction, nothing waits); both paths run
+the same functions here, which take raw Lua arguments and return Lua values. Reads
+never block.
 
 Iteration (index:pairs) holds nothing in Python between steps: Lua keeps the key,
 the iterator type and the last tuple it handed out, and asks for the next chunk
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import itertools
 import random
-from functools import partial
 from typing import Any, Callable
 
 from spindle.core import log
@@ -52,8 +52,8 @@ class SpaceApi:
         }
         dml = {"insert": self.insert, "replace": self.replace, "update": self.update,
                "upsert": self.upsert, "delete": self.delete,
-               "insert_fields": partial(self.put_fields, method=Space.insert),
-               "replace_fields": partial(self.put_fields, method=Space.replace)}
+               "insert_fields": self._put_fields(Space.insert),
+               "replace_fields": self._put_fields(Space.replace)}
         natives.update({name: self._in_txn_only(fn) for name, fn in dml.items()})
         bridge = runtime.bridge
         chunk = runtime.load(read_source("box/space.lua"), "@box/space.lua")
@@ -106,8 +106,12 @@ class SpaceApi:
 
     def _writable(self, space_id) -> Space:
         box = self.storage.box
-        space = box.engine.space(self._to_py(space_id))
-        if box.read_only and not space.is_temporary and not space.is_local:
+        engine = box.engine
+        # a space id from Lua is a number (an int when it is one): no conversion
+        space = engine.spaces.get(space_id) if type(space_id) is int else None
+        if space is None:
+            space = engine.space(self._to_py(space_id))
+        if box.read_only_reasons and not space.is_temporary and not space.is_local:
             raise ClientError(ErrorCode.ER_READONLY)
         return space
 
@@ -119,15 +123,19 @@ class SpaceApi:
         space = self._writable(space_id)
         return self.tuples.to_lua(space.replace(self.tuples.from_lua(tup)))
 
-    def put_fields(self, space_id, *fields, method: Callable) -> Any:
+    def _put_fields(self, method: Callable) -> Callable:
         """insert() or replace() (`method`) of a tuple whose fields space.lua passed
         one by one (strings, booleans, numbers). True: the stored tuple is those
         fields, and Lua builds the result from them."""
-        space = self._writable(space_id)
-        # before_replace triggers may store another tuple than the one given
-        rewritable = len(space.before_replace) != 0
-        result = method(space, self._plain_fields(fields))
-        return self.tuples.to_lua(result) if rewritable else True
+        writable, plain_fields, to_lua = self._writable, self._plain_fields, self.tuples.to_lua
+
+        def put_fields(space_id, *fields) -> Any:
+            space = writable(space_id)
+            # before_replace triggers may store another tuple than the one given
+            rewritable = len(space.before_replace) != 0
+            result = method(space, plain_fields(fields))
+            return to_lua(result) if rewritable else True
+        return put_fields
 
     def _plain_fields(self, fields: tuple) -> tuple:
         """to_py() of each plain field, inline: only strings change (str, or bytes

@@ -6,6 +6,7 @@
 -- Loaded with (native, blocking, wait, box, trigger_reset, bless_for).
 local native, blocking, wait, box, trigger_reset, bless_for = ...
 local type, error, pcall, ipairs = type, error, pcall, ipairs
+local co_isyieldable = coroutine.isyieldable
 
 local txn_triggers = {}    -- txn id -> {commit = {...}, rollback = {...}}
 
@@ -13,8 +14,10 @@ local function begin()
     native.begin()
 end
 
+-- Where Lua can yield, straight to commit() (with nothing to commit it returns at
+-- once); elsewhere only a transaction to commit needs the wait, which then raises.
 local function commit()
-    if native.prepare_commit() then
+    if co_isyieldable() or native.prepare_commit() then
         wait(blocking.commit)
     end
 end

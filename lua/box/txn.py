@@ -30,7 +30,10 @@ class TxnApi:
         }
         blocking = {"commit": lambda: self.txns.commit()}
         chunk = runtime.load(read_source("box/txn.lua"), "@box/txn.lua")
-        self.lua = chunk(runtime.table({k: runtime.bridge(v) for k, v in natives.items()}),
+        # only rollback_to_savepoint takes an argument (whatever the user passes)
+        lua_natives = {name: runtime.bridge(fn, convert_args=name == "rollback_to_savepoint")
+                       for name, fn in natives.items()}
+        self.lua = chunk(runtime.table(lua_natives),
                          runtime.table(blocking), runtime.wait, box_table,
                          space_lua[b"trigger_reset"], space_lua[b"bless_for"])
         self._run_triggers = self.lua[b"run_triggers"]

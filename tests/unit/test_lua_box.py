@@ -466,3 +466,63 @@ def test_info_snapshot_and_recovery_by_a_second_instance(runners, box):
     again.cfg()
     assert again.lua("return box.space.test:select(), box.space.test.index.n:select('bb'), "
                      "box.info.vclock") == [[[2, "bb"]], [[2, "bb"]], vclock]
+
+
+# DML runs through wait() where Lua can yield, and through the natives where it cannot
+# (a trigger): both must give the same results and errors.
+_DML_SEQUENCE = """
+    local s, out = box.space.test, {}
+    local function try(f, ...)
+        local ok, res = pcall(f, ...)
+        if ok then
+            out[#out + 1] = res == nil and 'nil' or res:totable()
+        else
+            out[#out + 1] = {res.code, res.message}
+        end
+    end
+    try(s.insert, s, {KEY, 'a'})
+    try(s.insert, s, {KEY, 'dup'})
+    try(s.insert, s, {KEY + 1, 'b', 1.5, true})
+    try(s.insert, s, {KEY + 2, {1, 2}})
+    try(s.insert, s, {'bad'})
+    try(s.replace, s, {KEY, 'c'})
+    try(s.update, s, {KEY}, {{'=', 2, 'd'}})
+    try(s.upsert, s, {KEY + 3, 'e'}, {{'=', 2, 'f'}})
+    try(s.delete, s, {KEY + 1})
+    try(s.delete, s, {KEY + 100})
+    try(s.get, s, {KEY})
+    return out
+"""
+
+
+def test_dml_from_a_trigger_gives_what_it_gives_where_lua_can_yield(box):
+    box.lua("sequence = loadstring(...)", _DML_SEQUENCE)
+    direct = box.lua("""
+        KEY = 1
+        box.begin()
+        local out = sequence()
+        box.commit()
+        return out
+    """)
+    from_trigger = box.lua("""
+        KEY = 101
+        local t = box.schema.space.create('trig')
+        t:create_index('pk')
+        local out
+        t:on_replace(function()
+            out = sequence()
+            local ok, err = pcall(box.commit)
+            out[#out + 1] = {ok, tostring(err)}
+        end)
+        box.begin()
+        t:insert{1}
+        box.commit()
+        return out
+    """)
+
+    def rekey(rows, delta):
+        return [[row[0] - delta, *row[1:]] if isinstance(row, list) and row
+                and isinstance(row[0], int) and row[0] > 50 else row for row in rows]
+    assert rekey(from_trigger[0][:-1], 100) == direct[0]
+    assert from_trigger[0][-1] == [False, "Can not commit transaction in a nested statement"]
+    assert box.lua("return box.space.test:len()") == [4]     # 1, 4, 101, 104

@@ -2,6 +2,7 @@
 the stall watchdog and thread-safe calls. Time-dependent tests use the fake clock."""
 from __future__ import annotations
 
+import selectors
 import socket
 import threading
 import time
@@ -416,4 +417,78 @@ def test_no_lost_wakeup_under_a_flood_of_thread_calls():
 
     sched.run(main)
     assert done == [rounds]
+    sched.close()
+
+
+# yield_turn(): a yield that skips the loop iteration when it could only resume the
+# caller, and is sleep(0) whenever anything else is due.
+
+def test_yield_turn_alone_returns_at_once_with_what_a_yield_does(sched, run):
+    yields = []
+    sched.on_yield = yields.append
+
+    def main():
+        me = sched.current
+        csw = me.csw
+        for _ in range(3):
+            sched.yield_turn()
+        return me, me.csw - csw
+
+    me, switches = run(main)
+    assert switches == 3 and yields == [me, me, me]
+
+
+@pytest.mark.parametrize("due", ["fiber", "soon", "timer"])
+def test_yield_turn_lets_whatever_is_due_run_first(sched, run, due):
+    order = []
+
+    def main():
+        if due == "fiber":
+            sched.spawn(lambda: order.append("due"), start=False)
+        elif due == "soon":
+            sched.call_soon(order.append, "due")
+        else:
+            sched.call_later(0, order.append, "due")
+        sched.yield_turn()
+        order.append("caller")
+
+    run(main)
+    assert order == ["due", "caller"]
+
+
+def test_yield_turn_with_io_ready_goes_through_the_loop(sched, run):
+    """A fiber woken by ready I/O runs at the caller's next yield, as after sleep(0)
+    (were the iteration skipped, it would wait one more)."""
+    order = []
+    a, b = socket.socketpair()
+
+    def reader():
+        sched.wait_io(a, selectors.EVENT_READ)
+        order.append("reader")
+
+    def main():
+        sched.spawn(reader)          # waits for the socket
+        b.send(b"x")
+        sched.yield_turn()
+        order.append("caller")
+        sched.yield_turn()
+        order.append("caller again")
+
+    run(main)
+    a.close()
+    b.close()
+    assert order == ["caller", "reader", "caller again"]
+
+
+def test_yield_turn_starts_a_new_watchdog_segment():
+    sched = Scheduler()
+
+    def main():
+        deadline = time.monotonic() + 0.12
+        while time.monotonic() < deadline:
+            time.sleep(0.01)
+            sched.yield_turn()
+
+    sched.run(main)
+    assert sched.stalls == []
     sched.close()

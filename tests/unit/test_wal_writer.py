@@ -567,3 +567,61 @@ def test_mixed_local_and_global_transaction_is_written_as_2_6_0_writes_it(run, m
     # 2.6.0 writes the local row's TSN field as 2**64 - 6 (lsn 1 - tsn 7, wrapped)
     assert [(r.replica_id, r.lsn, r.tsn, r.is_commit) for r in rows] == [
         (0, 1, 7, False), (1, 7, 7, True)]
+
+
+def test_a_lone_writer_writes_at_once_and_still_yields(run, make_writer, sched):
+    """No other fiber ready: the entry is written without a hub callback, and the
+    commit still yields (a hub callback queued before it runs before it returns)."""
+    writer = make_writer({1: 7}, mode="write")
+    seen = {}
+
+    def main():
+        sched.call_soon(lambda: seen.setdefault("hub ran", writer.batches))
+        seen["vclock"] = writer.write([insert(1)])
+        seen["batches"] = writer.batches
+        writer.stop()
+
+    run(main)
+    assert seen["vclock"] == VClock({1: 8}) and seen["batches"] == 1
+    # the hub callback ran after the write (batch written) and before write() returned
+    assert seen["hub ran"] == 1
+
+
+def test_fibers_committing_in_one_iteration_still_share_a_batch(run, make_writer, sched):
+    writer = make_writer({}, mode="write")
+    results = {}
+
+    def client(i):
+        results[i] = writer.write([insert(i)])
+
+    def main():
+        fibers = [sched.spawn(client, i, start=False) for i in range(10)]
+        sched_yield_until(sched, lambda: all(f.status == "dead" for f in fibers))
+        writer.stop()
+
+    run(main)
+    assert writer.batches == 1
+    assert sorted(v[1] for v in results.values()) == list(range(1, 11))
+
+
+def test_a_lone_writer_failure_fails_its_entry_and_writing_resumes(run, make_writer, sched,
+                                                                  tmp_path, logs):
+    io = CountingIO()
+    writer = make_writer({1: 3}, io=io)
+    outcome = {}
+
+    def main():
+        writer.write([insert(0)])
+        io.fail_writes = True
+        with pytest.raises(ClientError) as failed:
+            writer.write([insert(1)])
+        outcome["error"] = failed.value.code
+        outcome["vclock"] = writer.vclock.copy()
+        io.fail_writes = False
+        outcome["next"] = writer.write([insert(2)])
+        writer.stop()
+
+    run(main)
+    assert outcome["error"] == ErrorCode.ER_WAL_IO
+    assert outcome["vclock"] == VClock({1: 4}) and outcome["next"] == VClock({1: 5})
+    assert [r.lsn for r in xlog_rows(tmp_path / "00000000000000000003.xlog")] == [4, 5]
