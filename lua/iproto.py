@@ -41,6 +41,7 @@ from spindle.core.net.session import AuthUser, Session, SessionUser
 from .errors import LuaError
 
 BALLOT_IS_RO, BALLOT_VCLOCK, BALLOT_GC_VCLOCK, BALLOT_IS_LOADING = 0x01, 0x02, 0x03, 0x04
+_USER_SPACE_ID_MIN = 512          # BOX_SYSTEM_ID_MAX + 1: below are system spaces
 _INT_MIN, _UINT_MAX = -(1 << 63), (1 << 64) - 1
 _pack_u32 = struct.Struct(">I").pack
 _DATA_HEAD = b"\x81\x30\xdd"        # {DATA: [...]} with a 32-bit array header, as 2.6.0
@@ -248,6 +249,24 @@ class BoxExecutor(IprotoExecutor):
             if len(out) >= limit:
                 break
         return out
+
+    def plain_dml(self, request: rq.Request) -> bool:
+        """True if `request` runs no Lua, changes no schema and waits for nothing but
+        its own WAL write: a user space of a ready box, without triggers, not
+        synchronous, with no synchronous transaction pending. The server may then run
+        it in the connection's reader fiber (no fiber of its own). Not with
+        wal_mode = 'fsync': packets arriving on the connection while the reader waits
+        are read only after the commit, and an fsync wait is long enough for a
+        pipelining client to lose its group commit."""
+        box = self._box_provider()
+        if (box is None or box.status in ("unconfigured", "loading")
+                or box.cfg.get("wal_mode") == "fsync"):
+            return False
+        space = box.engine.find_space(request.space_id)
+        return (space is not None and space.id >= _USER_SPACE_ID_MIN
+                and space.engine == "memtx" and not space.is_sync
+                and not len(space.before_replace) and not len(space.on_replace)
+                and (box.limbo is None or not box.limbo.queue))
 
     def dml(self, session: Session, request: rq.Request) -> bytes:
         box = self.box

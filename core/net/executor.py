@@ -26,6 +26,10 @@ Optional:
     nonblocking_select          True if execute() of a Select never yields: the
                                 server then runs it in the connection's reader fiber
                                 instead of a fiber of its own
+    plain_dml(request) -> bool  True if this INSERT/REPLACE/UPDATE/UPSERT/DELETE runs
+                                no Lua and waits only for its WAL write: when the
+                                client sent nothing after it and nothing is in flight,
+                                the reader serves it itself (no fiber of its own)
     instance_uuid               str or callable: the UUID the greeting shows
     schema_version()            current schema version (reply headers, checks)
     check_session(session, user)   raise (AccessDeniedError) if `user` may not

@@ -49,10 +49,12 @@ from .protocol import (
     client_error, decode_packet, encode_chunk, encode_error, encode_ok, encode_result,
 )
 from .requests import (
-    Auth, Ping, ReplicationRequest, Select, decode_request, decode_request_fast,
-    unknown_request_type,
+    Auth, Delete, Insert, Ping, Replace, ReplicationRequest, Select, Update, Upsert,
+    decode_request, decode_request_fast, unknown_request_type,
 )
 from .session import GUEST, Session, SessionUser, format_peer
+
+_DML_KINDS = frozenset({Insert, Replace, Update, Upsert, Delete})
 
 NET_MSG_MAX_DEFAULT = 768             # box.cfg.net_msg_max default
 OUTPUT_HIGH_WATERMARK = 4 << 20       # stop reading input while this much output waits
@@ -132,6 +134,7 @@ class IprotoConnection:
         self._changed = Cond(self.sched)    # in-flight count / output state changed
         self.in_flight = 0
         self.requests_served = 0
+        self._plain_dml = server.plain_dml
 
     def __repr__(self) -> str:
         return f"<IprotoConnection {self.session.id} {self.session.peer} {self.state.value}>"
@@ -257,6 +260,9 @@ class IprotoConnection:
         if isinstance(request, ReplicationRequest):
             self._end_batch()
             return self._replicate(request)
+        if kind in _DML_KINDS and self._plain_dml is not None and self._runs_alone(request):
+            self._serve_dml_in_place(request)
+            return True
         self.in_flight += 1
         self.server._spawn(self._process, request, name="iproto.request", conn=self)
         return True
@@ -280,6 +286,34 @@ class IprotoConnection:
             log.error("iproto: request %s failed:\n%s", type(request).__name__,
                       traceback.format_exc().rstrip())
             return encode_error(exc, sync, server.schema_version())
+
+    def _runs_alone(self, request) -> bool:
+        """A DML request the reader may serve itself: the client sent nothing after
+        it (so no later request of this connection waits behind it, and its WAL
+        write can go out at once instead of waiting for a batch) and the executor
+        says no Lua runs in it (so no code can tell which fiber serves it)."""
+        return (not self.reader.buffered() and not self.in_flight
+                and self._plain_dml(request))
+
+    def _serve_dml_in_place(self, request) -> None:
+        """Serve a DML request in the reader: earlier replies go out first (the
+        commit yields), then the reply is sent at once, without a fiber of its own
+        and without the loop iteration that resuming the reader would cost."""
+        self._end_batch()
+        sync = request.row.sync
+        server = self.server
+        try:
+            self.session.bind_request(self.sched.current, sync)
+            if request.row.schema_version:
+                server.check_schema(request.row.schema_version)
+            result = server.executor.execute(self.session, request)
+            reply = encode_result(sync, server.schema_version(), result)
+        except FiberIsCancelled:
+            raise                       # the reader is stopped: the connection ends
+        except Exception as exc:   # noqa: BLE001 - reported to the client
+            reply = self._failure_reply(request, exc, sync)
+        self.requests_served += 1
+        self._queue(reply)
 
     def _answer_ping(self, request: Ping) -> bytes:
         sync = request.sync
@@ -310,18 +344,21 @@ class IprotoConnection:
             except FiberIsCancelled as exc:
                 if self.state is ConnState.OPEN and not server.stopping:
                     reply = encode_error(exc, sync, server.schema_version())
-            except BoxError as exc:
-                reply = encode_error(exc, sync, server.schema_version())
-            except Exception as exc:   # noqa: BLE001 - reported to the client, logged here
-                log.error("iproto: request %s failed:\n%s", type(request).__name__,
-                          traceback.format_exc().rstrip())
-                reply = encode_error(exc, sync, server.schema_version())
+            except Exception as exc:   # noqa: BLE001 - reported to the client
+                reply = self._failure_reply(request, exc, sync)
             if reply is not None:
                 self._queue(reply)
         finally:
             self.in_flight -= 1
             self.requests_served += 1
             self._changed.broadcast()
+
+    def _failure_reply(self, request, exc: Exception, sync: int) -> bytes:
+        """The error reply of a failed request; what is no box error is a bug: logged."""
+        if not isinstance(exc, BoxError):
+            log.error("iproto: request %s failed:\n%s", type(request).__name__,
+                      traceback.format_exc().rstrip())
+        return encode_error(exc, sync, self.server.schema_version())
 
     def _authenticate(self, request: Auth) -> None:
         """2.6.0's authenticate(): lookup, guest shortcut, session check, scramble."""
@@ -542,6 +579,8 @@ class IprotoServer:
         self.internal_errors = 0     # bugs caught below the executor (tests assert 0)
         # The executor promises its SELECT never yields: the reader serves it itself.
         self.nonblocking_select = bool(getattr(executor, "nonblocking_select", False))
+        # plain_dml(request) -> True when a DML request runs no Lua (see executor.py)
+        self.plain_dml = getattr(executor, "plain_dml", None)
 
     # ---------------------------------------------------------------- config
 

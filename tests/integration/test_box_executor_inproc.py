@@ -377,3 +377,67 @@ def test_listen_on_a_busy_port_fails_and_keeps_the_old_one(node):
     assert listen == f"127.0.0.1:{node.port}".encode()
     with RawClient(node.port) as client:
         assert client.call(64, sync=1)[0][0] == 0
+
+
+def _dml_replies(node) -> list[bytes]:
+    """Raw replies of a DML sequence with successes and errors, the space emptied first."""
+    node.call(node.instance.run_chunk, "box.space.test:truncate()", "=truncate")
+    space = node.call(node.instance.run_chunk, "return box.space.test.id", "=id")[0]
+    requests = [
+        (2, {0x10: space, 0x21: [1, "a"]}),                   # INSERT
+        (2, {0x10: space, 0x21: [1, "dup"]}),                 # duplicate key
+        (2, {0x10: space, 0x21: ["x", "a"]}),                 # field type
+        (3, {0x10: space, 0x21: [2, "b"]}),                   # REPLACE
+        (4, {0x10: space, 0x20: [1], 0x21: [["=", 2, "z"]]}), # UPDATE
+        (4, {0x10: space, 0x20: [1], 0x21: [["=", 1, 5]]}),   # primary key change
+        (9, {0x10: space, 0x21: [3, "c"], 0x28: [["=", 2, "u"]]}),   # UPSERT
+        (5, {0x10: space, 0x20: [2]}),                        # DELETE
+        (5, {0x10: space, 0x20: [2]}),                        # nothing to delete
+    ]
+    replies = []
+    with RawClient(node.port) as client:
+        for sync, (kind, body) in enumerate(requests, 1):
+            client.request(kind, body, sync)
+            raw = client.read_raw()
+            replies.append(raw[:24] + raw[28:])     # without the header's schema version
+    return replies
+
+
+def test_dml_served_in_place_answers_as_in_a_fiber_of_its_own(node):
+    """A DML request on a space without triggers is served by the connection's reader;
+    with a trigger it gets a fiber of its own: the replies are the same bytes."""
+    node.call(node.instance.run_chunk,
+              "box.schema.user.grant('guest', 'read,write', 'space', 'test')", "=grant")
+    in_place = _dml_replies(node)
+    node.call(node.instance.run_chunk, "trigger = box.space.test:on_replace("
+              "function() fibers_seen = require('fiber').self():name() end)", "=trigger")
+    in_fiber = _dml_replies(node)
+    assert in_place == in_fiber
+    assert node.call(node.instance.run_chunk, "return fibers_seen", "=seen") == (
+        b"iproto.request",)
+    node.call(node.instance.run_chunk, "box.space.test:on_replace(nil, trigger)", "=off")
+    assert _dml_replies(node) == in_place
+
+
+def test_plain_dml_only_without_lua_sync_or_fsync(node):
+    """What may be served in the reader fiber: a user space without triggers, not
+    synchronous, and not while commits wait for fsync."""
+    from spindle.core.net import requests as rq
+    executor = node.instance.iproto.executor
+    box = node.instance.storage.box
+    space_id = box.engine.find_space("test").id
+
+    def plain():
+        return node.call(executor.plain_dml, rq.Insert(None, space_id, [1]))
+    assert plain()
+    assert not node.call(executor.plain_dml, rq.Insert(None, 280, [1]))   # _space
+    node.call(node.instance.run_chunk, "trigger = box.space.test:on_replace("
+              "function() end)", "=trigger")
+    assert not plain()
+    node.call(node.instance.run_chunk, "box.space.test:on_replace(nil, trigger)", "=off")
+    assert plain()
+    box.cfg["wal_mode"] = "fsync"      # as a restart with it would leave it
+    try:
+        assert not plain()
+    finally:
+        box.cfg["wal_mode"] = "write"
