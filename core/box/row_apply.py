@@ -8,6 +8,10 @@ needs: no redo row (the row itself is what gets logged, or was), and when the sp
 has no trigger nothing can observe the statement while it runs, so the nesting
 depth, the savepoint position and the trigger dispatch of TxnManager.execute are
 skipped. A space with triggers gets the full statement (TxnManager.execute).
+
+Recovery and the applier go further while no trigger, no synchronous space and no
+limbo entry can see a transaction: no transaction is made, the statements alone
+are kept (to undo them), until a row that needs one has them adopted.
 """
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ from . import limbo_txn
 def execute_logged(txn, space, request: DmlRequest) -> Any:
     """Run `request` as a statement of `txn`, the running fiber's transaction, whose
     rows are logged already (`txn.replicated`: no redo row for its statements)."""
-    if len(space.before_replace) or len(space.on_replace):
+    if has_triggers(space):
         return space.execute_request(request)
     stmt = Statement(space, request)
     # Without triggers a statement changes every index or none: a failure here
@@ -32,6 +36,11 @@ def execute_logged(txn, space, request: DmlRequest) -> Any:
     result = space.execute_stmt(stmt)
     txn.statements.append(stmt)
     return result
+
+
+def has_triggers(space) -> bool:
+    """Whether a before_replace or on_replace trigger sees the space's statements."""
+    return bool(len(space.before_replace) or len(space.on_replace))
 
 
 def recover_wal_tx(box, rows: list[XRow]) -> None:
@@ -44,30 +53,27 @@ def recover_wal_tx(box, rows: list[XRow]) -> None:
     a real transaction, which goes on as a transaction would have from the start."""
     engine = box.engine
     txn = None
-    unobserved: list[Statement] = []      # statements run without a transaction
+    statements: list[Statement] = []      # statements run without a transaction
     try:
         for row in rows:
             rtype = row.type
             if rtype in DML_WRITE_TYPES:
                 request = decode_dml_body(row.body, rtype, ext_hook)
                 space = engine.space(request.space_id)
-                if txn is None and _unobserved(box, space):
-                    stmt = Statement(space, request)
-                    space.execute_stmt(stmt)        # all-or-nothing without triggers
-                    unobserved.append(stmt)
+                if txn is None and unobserved(box, space):
+                    execute_unobserved(statements, space, request)
                     continue
                 if txn is None:
-                    txn = _adopt(box, unobserved)
+                    txn = adopt(box, statements)
                 execute_logged(txn, space, request)
             elif is_synchro(rtype):
                 if txn is None:
-                    txn = _adopt(box, unobserved)
+                    txn = adopt(box, statements)
                 limbo_txn.recover_synchro_row(box, row)
             # NOP and anything else: nothing to apply
     except BaseException:
         if txn is None:
-            for stmt in reversed(unobserved):
-                stmt.undo()
+            undo(statements)
         else:
             engine.txns.rollback()
         raise
@@ -78,16 +84,33 @@ def recover_wal_tx(box, rows: list[XRow]) -> None:
         limbo_txn.recover_tx(box, txn, rows)
 
 
-def _unobserved(box, space) -> bool:
-    """Whether a statement of `space` can run outside a transaction in recovery:
-    no trigger to see it, no limbo to queue it."""
-    return not (space.is_sync or box.limbo.queue or len(space.before_replace)
-                or len(space.on_replace))
+# ------------------------------------------- statements without a transaction
+# Recovery and the applier (core/replication/apply.py) run a transaction's rows
+# this way until one of them needs a real transaction.
+
+def unobserved(box, space) -> bool:
+    """Whether a logged statement of `space` can run outside a transaction: no
+    trigger to see it, no limbo to queue it."""
+    return not (space.is_sync or box.limbo.queue or has_triggers(space))
 
 
-def _adopt(box, statements: list[Statement]):
-    """A transaction holding the statements that ran without one."""
+def execute_unobserved(statements: list[Statement], space, request: DmlRequest) -> None:
+    """Run `request` without a transaction; its statement joins `statements`."""
+    stmt = Statement(space, request)
+    space.execute_stmt(stmt)        # all-or-nothing without triggers
+    statements.append(stmt)
+
+
+def undo(statements: list[Statement]) -> None:
+    """Undo statements run without a transaction, newest first."""
+    for stmt in reversed(statements):
+        stmt.undo()
+
+
+def adopt(box, statements: list[Statement]):
+    """A transaction of logged rows (no redo rows) holding the statements that
+    ran without one."""
     txn = box.engine.txns.begin()
-    txn.replicated = True           # the rows are in the xlog: no redo rows
+    txn.replicated = True
     txn.statements.extend(statements)
     return txn

@@ -448,7 +448,8 @@ def decode_dml_packet(packet: bytes, ext_hook: Callable | None = None
     body the unpacker refuses — which the caller then hands to decode_row, so
     errors and odd rows keep their one strict path."""
     try:
-        row, pos = _usual_header(packet)
+        header = _relay_header(packet)
+        row, pos = header if header is not None else _usual_header(packet)
     except (_NotUsual, IndexError, struct.error, MsgpackError):
         return None
     if row.type not in DML_WRITE_TYPES or pos >= len(packet):
@@ -468,6 +469,37 @@ def decode_dml_packet(packet: bytes, ext_hook: Callable | None = None
 # LSN, SCHEMA_VERSION, GROUP_ID, TSN, FLAGS; TIMESTAMP (4) has its own branch
 _USUAL_UINT_KEY = (True, True, True, True, False, True, False, True, True, True)
 _COMMIT_FLAG = int(IprotoFlag.COMMIT)
+
+
+def _relay_header(buf: bytes) -> tuple[XRow, int] | None:
+    """_usual_header's answer for the layout a relay writes (2.6.0's and Spindle's):
+    {REQUEST_TYPE, REPLICA_ID, LSN, TIMESTAMP[, TSN[, FLAGS]]} in this order, type,
+    replica id and flags fixints; None for any other layout."""
+    extra = buf[0] - 0x84            # 0: single-row txn, 1: TSN, 2: TSN and FLAGS
+    rtype, replica_id = buf[2], buf[4]
+    if not (0 <= extra <= 2 and buf[1] == 0 and buf[3] == 2 and buf[5] == 3
+            and rtype < 0x80 and replica_id < 0x80):
+        return None
+    lsn, pos = _decode_uint(buf, 6)
+    if buf[pos] != 4 or buf[pos + 1] != 0xCB:
+        return None
+    timestamp = _unpack_double(buf, pos + 2)[0]
+    pos += 10
+    if extra == 0:
+        return XRow(rtype, None, replica_id, lsn, timestamp, 0, lsn, True), pos
+    if buf[pos] != 8:
+        return None
+    tsn_field, pos = _decode_uint(buf, pos + 1)
+    if tsn_field >= 1 << 63:     # the wrapped difference of a local row (see encode)
+        tsn_field -= 1 << 64
+    if extra == 1:
+        is_commit = False
+    elif buf[pos] == 9 and buf[pos + 1] < 0x80:
+        is_commit = bool(buf[pos + 1] & _COMMIT_FLAG)
+        pos += 2
+    else:
+        return None
+    return XRow(rtype, None, replica_id, lsn, timestamp, 0, lsn - tsn_field, is_commit), pos
 
 
 def _usual_header(buf: bytes) -> tuple[XRow, int]:

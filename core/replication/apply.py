@@ -12,7 +12,11 @@ apply_row and the join streams of replication.rst).
   even when two appliers bring the same rows (full mesh). The bodies come unpacked
   by the reader where it could (streams.py), and every row is a statement of
   core/box/row_apply.py: no redo row, and no TxnManager.execute bookkeeping for a
-  space without triggers.
+  space without triggers. As long as nothing can observe the transaction (no
+  trigger on its spaces, no synchronous space, an empty limbo, no CONFIRM/ROLLBACK
+  row) no Txn is made at all: its statements go straight to the journal with a
+  completion that does what the Txn's triggers would (_commit_unobserved); the
+  first row that needs one gets a Txn adopting the statements so far.
 * Completion follows the seed: a commit runs `replicaset.applier.on_commit` (the
   writers send ACKs); a failed write sets the shared diag, runs
   `replicaset.applier.on_rollback` (the appliers reconnect) and puts the applier vclock
@@ -29,7 +33,10 @@ from typing import Any, Iterable
 
 from spindle.core import log
 from spindle.core.box.limbo_txn import limbo_enter_replicated
-from spindle.core.box.row_apply import execute_logged
+from spindle.core.box.row_apply import (
+    adopt, execute_logged, execute_unobserved, undo, unobserved,
+)
+from spindle.core.box.txn import Statement
 from spindle.core.iproto.constants import GroupId, IprotoKey, IprotoType, is_synchro
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
 from spindle.core.box.field_types import ext_hook
@@ -170,67 +177,131 @@ class ReplicatedTx:
             # in the middle of a transaction): keep only the rows not applied yet.
             rows = [row for row in rows if row.lsn > known_lsn(replicaset, row.replica_id)]
             bodies = None
-        txns = self.txns
-        txn = txns.begin()
-        txn.replicated = True
-        try:
-            journal_rows = _apply_rows(box, txn, rows, bodies, skip_conflict)
-            if box.limbo.queue or txn.is_sync:
-                # synchronous, or behind pending synchronous ones: into the limbo
-                # with the master's LSN (txn_commit_try_async)
-                limbo_enter_replicated(box, txn, rows)
-        except BaseException:
-            txns.rollback()
-            raise
-        txn.on_rollback.add(self.on_rollback)
-        txn.on_commit.add(self.on_commit)
-        txns.commit_async(box.submit_replicated, journal_rows)
+        statements: list[Statement] = []    # while no transaction is made
+        txn = adopt(box, statements) if box.limbo.queue else None
+        journal_rows, txn = _apply_rows(box, txn, statements, rows, bodies, skip_conflict)
+        if txn is None:
+            self._commit_unobserved(statements, journal_rows)
+        else:
+            self._commit(txn, rows, journal_rows)
         # In the journal now: later rows up to here are duplicates. (A failed
-        # write puts the vclock back, see _on_txn_rollback.)
+        # write puts the vclock back, see _write_failed.)
         vclock = replicaset.applier.vclock
+        if len(rows) == 1:
+            # known_lsn() was below its LSN (checked above): no comparison needed
+            vclock.reset(last.replica_id, last.lsn)
+            return True
         for row in rows:
             if row.lsn > vclock.get(row.replica_id):
                 vclock.reset(row.replica_id, row.lsn)
         return True
 
+    def _commit(self, txn, rows: list[XRow], journal_rows: list[XRow]) -> None:
+        """txn_commit_try_async of a transaction that was made: through the limbo
+        when it must, its triggers doing the applier's part on completion."""
+        box = self.box
+        if box.limbo.queue or txn.is_sync:
+            # synchronous, or behind pending synchronous ones: into the limbo
+            # with the master's LSN (txn_commit_try_async)
+            try:
+                limbo_enter_replicated(box, txn, rows)
+            except BaseException:
+                self.txns.rollback()
+                raise
+        txn.on_rollback.add(self.on_rollback)
+        txn.on_commit.add(self.on_commit)
+        self.txns.commit_async(box.submit_replicated, journal_rows)
 
-def _apply_rows(box, txn, rows: list[XRow], bodies: list | None,
-                skip_conflict: bool) -> list[XRow]:
-    """Apply the rows in `txn`; the rows to log: the rows themselves (a skipped
-    conflict as a NOP), then what triggers wrote to local spaces."""
+    def _commit_unobserved(self, statements: list[Statement],
+                           journal_rows: list[XRow]) -> None:
+        """commit_async for a transaction that was never made (see _apply_rows):
+        the same outcomes — the appliers' on_commit after the write, or the
+        statements undone and _write_failed — without a Txn to carry them."""
+        def done(error: BaseException | None) -> None:
+            if error is None:
+                _run(self.replicaset.applier.on_commit, None, "on_commit")
+            else:
+                undo(statements)
+                _write_failed(self.box, error, None)
+
+        try:
+            self.box.submit_replicated(journal_rows, done)
+        except BaseException as exc:
+            done(exc)
+            raise
+
+
+def _apply_rows(box, txn, statements: list[Statement], rows: list[XRow],
+                bodies: list | None, skip_conflict: bool) -> tuple[list[XRow], Any]:
+    """Apply the rows. Returns the rows to log — the rows themselves (a skipped
+    conflict as a NOP), then what triggers wrote to local spaces — and the local
+    transaction. That is `txn` if given; else, as long as nothing can observe the
+    statements (no trigger, no synchronous space, no limbo: see row_apply), none
+    is made and they go to `statements`, until a row that needs one has them
+    adopted by a new transaction (None: none was needed). On an error,
+    whichever it is is rolled back."""
     journal_rows = rows
     engine = box.engine
     spaces = engine.spaces
-    for i, row in enumerate(rows):
-        rtype = row.type
-        if rtype in DML_WRITE_TYPES:
-            request = _request(row, bodies[i] if bodies is not None else None)
-            space = spaces.get(request.space_id)
-            if space is None:
-                space = engine.space(request.space_id)      # raises ER_NO_SUCH_SPACE
-            try:
-                execute_logged(txn, space, request)
-            except ClientError as exc:
-                # replication_skip_conflict: a duplicate is logged as a NOP with
-                # the row's own header, so the vclock still moves past it.
-                if exc.code != ErrorCode.ER_TUPLE_FOUND or not skip_conflict:
-                    raise
-                log.info("skipping row {%d: %d}: %s", row.replica_id, row.lsn, exc)
-                if journal_rows is rows:
-                    journal_rows = list(rows)
-                journal_rows[i] = dataclasses.replace(row, type=IprotoType.NOP, body=None)
-        elif rtype == IprotoType.NOP:
-            continue
-        elif is_synchro(rtype):
-            try:
-                decode_synchro_body(row.body)
-            except BoxError as exc:
-                raise StreamError(exc) from exc
-            box.apply_synchro_row(row)
+    unobserved_space = None     # the last space found unobserved
+    try:
+        for i, row in enumerate(rows):
+            rtype = row.type
+            if rtype in DML_WRITE_TYPES:
+                request = _request(row, bodies[i] if bodies is not None else None)
+                space = spaces.get(request.space_id)
+                if space is None:
+                    space = engine.space(request.space_id)      # raises ER_NO_SUCH_SPACE
+                if txn is None and space is not unobserved_space:
+                    if not unobserved(box, space):
+                        txn = adopt(box, statements)
+                    # (no trigger, flag or limbo entry can appear while the rows
+                    # are applied: the answer holds for the space's next rows)
+                    unobserved_space = space
+                try:
+                    if txn is None:
+                        execute_unobserved(statements, space, request)
+                    else:
+                        execute_logged(txn, space, request)
+                except ClientError as exc:
+                    if exc.code != ErrorCode.ER_TUPLE_FOUND or not skip_conflict:
+                        raise
+                    journal_rows = _skip_conflict(rows, journal_rows, i, exc)
+            elif rtype == IprotoType.NOP:
+                continue
+            elif is_synchro(rtype):
+                try:
+                    decode_synchro_body(row.body)
+                except BoxError as exc:
+                    raise StreamError(exc) from exc
+                if txn is None:
+                    txn = adopt(box, statements)
+                box.apply_synchro_row(row)
+            else:
+                raise StreamError(ClientError(ErrorCode.ER_UNKNOWN_REQUEST_TYPE, rtype))
+        if txn is not None:
+            extra = _local_trigger_rows(txn)
+            if extra:
+                journal_rows = journal_rows + extra
+    except BaseException:
+        if txn is None:
+            undo(statements)
         else:
-            raise StreamError(ClientError(ErrorCode.ER_UNKNOWN_REQUEST_TYPE, rtype))
-    extra = _local_trigger_rows(txn)
-    return journal_rows + extra if extra else journal_rows
+            engine.txns.rollback()
+        raise
+    return journal_rows, txn
+
+
+def _skip_conflict(rows: list[XRow], journal_rows: list[XRow], i: int,
+                   exc: ClientError) -> list[XRow]:
+    """replication_skip_conflict: the duplicate rows[i] is logged as a NOP with
+    its own header, so the vclock still moves past it. Returns the rows to log."""
+    row = rows[i]
+    log.info("skipping row {%d: %d}: %s", row.replica_id, row.lsn, exc)
+    if journal_rows is rows:
+        journal_rows = list(rows)
+    journal_rows[i] = dataclasses.replace(row, type=IprotoType.NOP, body=None)
+    return journal_rows
 
 
 def _request(row: XRow, body: Any) -> DmlRequest:
@@ -265,12 +336,16 @@ def _on_txn_commit(replicaset, txn) -> None:
 
 
 def _on_txn_rollback(box, txn) -> None:
-    """applier_txn_rollback_cb: the write failed. Share the error, let every applier
-    know (they reconnect), forget the rows that were in flight."""
     if txn.sync_rollback:
         return      # a ROLLBACK from the master undid it: normal, nothing failed
+    _write_failed(box, txn.journal_error, txn)
+
+
+def _write_failed(box, error: BaseException | None, txn) -> None:
+    """applier_txn_rollback_cb: the write failed (`txn`: the transaction undone,
+    None when none was made). Share the error, let every applier know (they
+    reconnect), forget the rows that were in flight."""
     replicaset = box.replicaset
-    error = txn.journal_error
     if not isinstance(error, BoxError):
         error = ClientError(ErrorCode.ER_WAL_IO)
     replicaset.applier.diag = error

@@ -1,7 +1,8 @@
 """The quick ways taken by logged rows (the replica's stream, recovery) give what the
 strict/general ways give, errors included: decode_dml_packet against decode_row,
 dml_request_from_map's INSERT/REPLACE shortcut against its general loop,
-execute_logged against TxnManager.execute, recovery's row counting."""
+execute_logged against TxnManager.execute, recovery's row counting, the
+applier's transactions without a Txn against one in a Txn."""
 from __future__ import annotations
 
 import struct
@@ -19,11 +20,13 @@ from spindle.core.box.box import Box
 from spindle.core.box.row_apply import execute_logged, recover_wal_tx
 from spindle.core.box.txn import Engine
 from spindle.core.iproto.constants import IprotoType
-from spindle.core.iproto.errors import ClientError
+from spindle.core.iproto import xrow
+from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.iproto.xrow import (
     NO_BODY, XRow, decode_dml_packet, decode_row, dml_request_from_map, encode_dml_body,
     pack, unpack,
 )
+from spindle.core.replication.apply import ReplicatedTx
 from spindle.core.wal import recovery
 
 DML = [IprotoType.INSERT, IprotoType.REPLACE, IprotoType.UPDATE, IprotoType.DELETE,
@@ -118,6 +121,38 @@ def test_mutated_packets_decode_as_the_strict_way_or_not_at_all(packet, where, b
     row, body = quick
     expected_row, expected_body = strict(mutated)
     assert row == expected_row and body == expected_body
+
+
+RELAY_LAYOUT = ["single row", "transaction member", "transaction end",
+                "flags without commit", "wrapped tsn"]
+USUAL["flags without commit"] = header(
+    (b"\x00", b"\x02"), (b"\x02", b"\x07"), (b"\x03", b"\xce" + struct.pack(">I", 70000)),
+    (b"\x04", TS), (b"\x08", b"\xcc\x90"), (b"\x09", b"\x00")) + BODY
+USUAL["wrapped tsn"] = header(
+    (b"\x00", b"\x02"), (b"\x02", b"\x01"), (b"\x03", b"\x10"), (b"\x04", TS),
+    (b"\x08", b"\xcf" + struct.pack(">Q", 2**64 - 3))) + BODY
+
+
+@pytest.mark.parametrize("name", RELAY_LAYOUT)
+def test_relay_layout_is_read_by_its_own_way_as_the_general_one(name):
+    packet = USUAL[name]
+    quick = xrow._relay_header(packet)          # (decode_dml_packet: see above)
+    assert quick is not None and quick == xrow._usual_header(packet)
+
+
+@settings(max_examples=400)
+@given(st.sampled_from(RELAY_LAYOUT), st.integers(0, 200), st.integers(0, 255),
+       st.booleans())
+def test_mutated_relay_headers_read_as_the_general_way_or_not_at_all(name, where, byte, cut):
+    packet = USUAL[name]
+    where %= len(packet)
+    mutated = packet[:where] if cut else packet[:where] + bytes((byte,)) + packet[where + 1:]
+    try:
+        quick = xrow._relay_header(mutated)
+    except (IndexError, struct.error, xrow.MsgpackError):
+        return              # decode_dml_packet leaves it to the strict way
+    if quick is not None:       # (XRow equality covers tsn and is_commit)
+        assert quick == xrow._usual_header(mutated)
 
 
 # ------------------------------------------------------------ dml_request_from_map
@@ -327,3 +362,95 @@ def test_recover_wal_tx_matches_a_transaction(boxes, sched, name, trigger):
         rows = TRANSACTIONS[name]
         results.append(sched.run(lambda: state(box, fired, outcome(apply, box, rows))))
     assert results[0] == results[1]
+
+
+# ------------------------------------------------------------ ReplicatedTx.apply
+
+def apply_in_txn(box, rows):
+    """The applier's transaction as it was: every row a statement of a real
+    transaction, committed through commit_async (reference for ReplicatedTx)."""
+    txns = box.engine.txns
+    txn = txns.begin()
+    txn.replicated = True
+    try:
+        for row in rows:
+            request = dml_request_from_map(unpack(row.body), row.type)
+            execute_logged(txn, box.engine.space(request.space_id), request)
+    except BaseException:
+        txns.rollback()
+        raise
+    txn.on_commit.add(lambda t: box.replicaset.applier.on_commit.run(t))
+    txns.commit_async(box.submit_replicated, rows)
+    return True
+
+
+def replicated(box, rows):
+    return ReplicatedTx(box).apply(rows)
+
+
+def replica_state(box, fired, outcome_, commits):
+    return (state(box, fired, outcome_), box.replicaset.vclock.get(1), len(commits))
+
+
+@pytest.mark.parametrize("trigger", [False, True])
+@pytest.mark.parametrize("name", sorted(TRANSACTIONS))
+def test_replicated_tx_matches_a_transaction(boxes, sched, name, trigger):
+    """Without a trigger no transaction is made (or one is, from the first row of
+    a space with a trigger on): the same data, errors, vclock and commits."""
+    results = []
+    for apply in (replicated, apply_in_txn):
+        box, fired = boxes(trigger)
+        commits = []
+        box.replicaset.applier.on_commit.add(commits.append)
+        rows = TRANSACTIONS[name]
+        results.append(sched.run(lambda: replica_state(
+            box, fired, outcome(apply, box, rows), commits)))
+    assert results[0] == results[1]
+
+
+def failing_journal(box, at_once: bool) -> list:
+    """Make the replica's journal fail its writes: by refusing the submission, or
+    later, when the returned list's completions are called (the WAL completes
+    after the applier has gone on)."""
+    pending = []
+
+    def submit(rows, done):
+        if at_once:
+            raise ClientError(ErrorCode.ER_WAL_IO)
+        pending.append(lambda: done(ClientError(ErrorCode.ER_WAL_IO)))
+    box.submit_replicated = submit
+    return pending
+
+
+def apply_then_fail(box, rows, pending):
+    result = outcome(replicated, box, rows)
+    for complete in pending:
+        complete()
+    return result
+
+
+@pytest.mark.parametrize("at_once", [False, True])
+def test_replicated_tx_failed_write_undoes_it_with_or_without_a_transaction(
+        boxes, sched, at_once):
+    """Both ways of a replicated transaction (none made: no trigger; adopted half
+    way: a trigger on 513) end a failed write alike: undone, the shared diag set,
+    the appliers told, the applier vclock back to what is written."""
+    results = []
+    for trigger in (False, True):
+        box, fired = boxes(trigger)
+        pending = failing_journal(box, at_once)
+        rollbacks, commits = [], []
+        box.replicaset.applier.on_rollback.add(rollbacks.append)
+        box.replicaset.applier.on_commit.add(commits.append)
+        rows = [wal_row(IprotoType.INSERT, 1, tuple=[2, "a"]),
+                wal_row(IprotoType.REPLACE, 2, space=513, tuple=[6, "x"])]
+        bsizes = [box.engine.space(i).bsize() for i in (512, 513)]
+        result = sched.run(lambda: apply_then_fail(box, rows, pending))
+        applier = box.replicaset.applier
+        results.append((result, [box.engine.space(i).select() for i in (512, 513)],
+                        [box.engine.space(i).bsize() for i in (512, 513)] == bsizes,
+                        applier.diag.code, len(rollbacks), commits,
+                        applier.vclock.get(1), box.engine.txns.current))
+    assert results[0] == results[1]
+    assert results[0][1:] == ([[(1, "seed")], [(5, "seed")]], True,
+                              ErrorCode.ER_WAL_IO, 1, [], 0, None)
