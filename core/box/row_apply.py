@@ -72,10 +72,7 @@ def recover_wal_tx(box, rows: list[XRow]) -> None:
                 limbo_txn.recover_synchro_row(box, row)
             # NOP and anything else: nothing to apply
     except BaseException:
-        if txn is None:
-            undo(statements)
-        else:
-            engine.txns.rollback()
+        abandon(engine, txn, statements)
         raise
     if txn is None:
         return
@@ -105,6 +102,15 @@ def undo(statements: list[Statement]) -> None:
     """Undo statements run without a transaction, newest first."""
     for stmt in reversed(statements):
         stmt.undo()
+
+
+def abandon(engine, txn, statements: list[Statement]) -> None:
+    """A failed transaction of logged rows: undo what ran without a Txn, or roll the
+    Txn back once one adopted the statements."""
+    if txn is None:
+        undo(statements)
+    else:
+        engine.txns.rollback()
 
 
 def adopt(box, statements: list[Statement]):

@@ -34,7 +34,7 @@ from typing import Any, Iterable
 from spindle.core import log
 from spindle.core.box.limbo_txn import limbo_enter_replicated
 from spindle.core.box.row_apply import (
-    adopt, execute_logged, execute_unobserved, undo, unobserved,
+    abandon, adopt, execute_logged, execute_unobserved, undo, unobserved,
 )
 from spindle.core.box.txn import Statement
 from spindle.core.iproto.constants import GroupId, IprotoKey, IprotoType, is_synchro
@@ -284,10 +284,7 @@ def _apply_rows(box, txn, statements: list[Statement], rows: list[XRow],
             if extra:
                 journal_rows = journal_rows + extra
     except BaseException:
-        if txn is None:
-            undo(statements)
-        else:
-            engine.txns.rollback()
+        abandon(engine, txn, statements)
         raise
     return journal_rows, txn
 
