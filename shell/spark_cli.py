@@ -91,18 +91,23 @@ def render(columns: list[str], rows: list[tuple], fmt: str) -> str:
 def main(argv: list[str]) -> int:
     options = parse_args(argv)
     conf = _conf(options.conf)
+    from spindle.spark_ext.pruning import pruned_sql
     from spindle.spark_ext.session import start_session, stop_session
     spark = start_session(options.master, conf, app_name="spindle spark")
     try:
         if options.mirror:
             from spindle.spark_ext.mirror import compact, register_mirror_views
             compact(options.dir, options.mirror)
-            register_mirror_views(spark, options.dir, options.mirror)
+
+            def register(**columns: str) -> None:
+                register_mirror_views(spark, options.dir, options.mirror, **columns)
         else:
             from spindle.spark_ext.sources import register_views
-            register_views(spark, options.dir)
+
+            def register(**columns: str) -> None:
+                register_views(spark, options.dir, **columns)
         try:
-            df = spark.sql(options.sql)
+            df = pruned_sql(spark, options.sql, register)
             rows = df.collect()
         except Exception as exc:   # AnalysisException, ParseException, task failures
             print(f"{PROG}: {_error_text(exc)}", file=sys.stderr)

@@ -32,6 +32,7 @@ import runpy
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from .pruning import columns_option, needed_columns
 from .runner import JobCancelled
 
 DEFAULT_MAX_ROWS = 10_000
@@ -221,12 +222,13 @@ class JobContext:
     # -- SQL
 
     def register_views(self, query: str = "", *, pushdown: bool = False,
-                       spaces: bool = True) -> None:
-        """Views xlog, snap and the space_<name> views the query names."""
+                       spaces: bool = True, columns: list[str] | None = None) -> None:
+        """Views xlog, snap (with only `columns`, if given) and the
+        space_<name> views the query names."""
         flag = "true" if pushdown else "false"
-        self.xlog(pushdown=flag).createOrReplaceTempView("xlog")
+        self.xlog(pushdown=flag, **columns_option(columns)).createOrReplaceTempView("xlog")
         try:
-            self.snap(pushdown=flag).createOrReplaceTempView("snap")
+            self.snap(pushdown=flag, **columns_option(columns)).createOrReplaceTempView("snap")
         except FileNotFoundError:
             pass
         refs = space_refs(query) if spaces else []
@@ -235,13 +237,17 @@ class JobContext:
                 frame.createOrReplaceTempView("`space_" + name.replace("`", "``") + "`")
 
     def sql(self, query: str):
-        """The DataFrame of a query over the views (analysed, not run)."""
+        """The DataFrame of a query over the views (analysed, not run): views
+        with the columns it reads only (pruning.py), with pushdown unless it
+        scans a source view twice."""
         self.register_views(query, pushdown=True)
         df = self.spark.sql(query)
-        if shared_source_scans(df):
-            self.register_views(query, pushdown=False, spaces=False)
-            df = self.spark.sql(query)
-        return df
+        pushdown = not shared_source_scans(df)
+        columns = needed_columns(df)
+        if pushdown and columns is None:
+            return df
+        self.register_views(query, pushdown=pushdown, spaces=False, columns=columns)
+        return self.spark.sql(query)
 
     def collect(self, df, max_rows: int | None = None) -> SqlResult:
         return collect(df, self.max_rows if max_rows is None else max_rows)

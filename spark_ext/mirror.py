@@ -131,10 +131,15 @@ def mirror_dataframe(spark, data_dir: str, out_dir: str, **options: str):
     live = reader.load(data_dir)
     if not parquet_files:
         return live
-    return spark.read.schema(SPARK_DDL).parquet(*parquet_files).unionByName(live)
+    # Parquet prunes columns itself; select the same ones the live part has.
+    sealed = spark.read.schema(SPARK_DDL).parquet(*parquet_files).select(*live.columns)
+    return sealed.unionByName(live)
 
 
-def register_mirror_views(spark, data_dir: str, out_dir: str) -> None:
+def register_mirror_views(spark, data_dir: str, out_dir: str, **options: str) -> None:
     """Views `xlog` (mirror + live tail) and `snap` (raw) over a data directory."""
-    mirror_dataframe(spark, data_dir, out_dir).createOrReplaceTempView("xlog")
-    spark.read.format("snap").load(data_dir).createOrReplaceTempView("snap")
+    mirror_dataframe(spark, data_dir, out_dir, **options).createOrReplaceTempView("xlog")
+    reader = spark.read.format("snap")
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    reader.load(data_dir).createOrReplaceTempView("snap")

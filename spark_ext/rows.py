@@ -40,8 +40,39 @@ COLUMNS: list[tuple[str, pa.DataType, str]] = [
     ("ops_json", pa.string(), "string"),
 ]
 ARROW_SCHEMA = pa.schema([(name, arrow_type) for name, arrow_type, _ in COLUMNS])
-SPARK_DDL = ", ".join(f"`{name}` {ddl}" for name, _, ddl in COLUMNS)
 COLUMN_NAMES = [name for name, _, _ in COLUMNS]
+_DDL_TYPES = {name: ddl for name, _, ddl in COLUMNS}
+
+
+def spark_ddl(columns: list[str] | None = None) -> str:
+    """The Spark DDL of some columns (all by default), in the order given."""
+    return ", ".join(f"`{name}` {_DDL_TYPES[name]}" for name in (columns or COLUMN_NAMES))
+
+
+SPARK_DDL = spark_ddl()
+
+
+def parse_columns(text: str | None) -> list[str] | None:
+    """The `columns` option ("lsn,type"): a list of known columns, or None
+    (all) when the option is absent or empty."""
+    if not text or not text.strip():
+        return None
+    columns = [c.strip() for c in text.split(",") if c.strip()]
+    unknown = [c for c in columns if c not in _DDL_TYPES]
+    if unknown:
+        raise ValueError(f"no such xlog column: {', '.join(unknown)} "
+                         f"(columns are {', '.join(COLUMN_NAMES)})")
+    return columns
+
+
+def schema_columns(fields: list[tuple[str, str]]) -> list[str]:
+    """Column names of a schema Spark hands a reader ((name, DDL type) pairs):
+    each must be one of ours with our type."""
+    for name, ddl in fields:
+        if _DDL_TYPES.get(name) != ddl:
+            raise ValueError(f"the xlog/snap sources have no column `{name}` {ddl} "
+                             f"(columns: {spark_ddl()})")
+    return [name for name, _ in fields]
 
 INSERT, REPLACE, UPDATE, DELETE, UPSERT, NOP = 2, 3, 4, 5, 9, 12
 RAFT, PROMOTE, CONFIRM, ROLLBACK = 30, 31, 40, 41

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import msgpack
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -30,10 +31,15 @@ from spindle.core.xlog.format import (
 )
 
 from .rows import (
-    ARROW_SCHEMA, BODY_KEY_NAMES, DML_TYPES, NOP, SPACE_SPACE_ID, UPDATE, RowFilter, SpaceNames,
-    type_name,
+    ARROW_SCHEMA, BODY_KEY_NAMES, COLUMN_NAMES, DML_TYPES, NOP, SPACE_SPACE_ID, UPDATE, RowFilter,
+    SpaceNames, type_name,
 )
 from .values import msgpack_to_json, named_body_json
+from .walked import (
+    GROUP_ID, INDEX_BASE, INDEX_ID, KEY_E, KEY_S, LSN, OPS_E, OPS_S, REPLICA_ID, SPACE_ID, TSN,
+    TUP_E, TUP_S, TYPE, RowWalker, WalkedRows,
+)
+from .walker import gather
 
 XLOG_KIND, SNAP_KIND = "xlog", "snap"
 DEFAULT_BATCH_ROWS = 8192
@@ -233,30 +239,45 @@ def iter_rows(data: bytes) -> Iterator[tuple]:
                space_id, index_id, index_base, key_s, key_e, tup_s, tup_e, ops_s, ops_e)
 
 
-def _span(data: bytes, s: int, e: int) -> bytes | None:
-    return data[s:e] if s >= 0 else None
-
-
 # ---------------------------------------------------------------------------
 # The scan.
 
+# Payload bytes given to the compiled walker at once: one call per ~5,000 rows
+# keeps its fixed costs (array views, Arrow batch) small per row.
+GROUP_BYTES = 256 * 1024
+_FILTER_FIELDS = {"lsn": LSN, "replica_id": REPLICA_ID, "space_id": SPACE_ID}
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_SPANS = {"key": (KEY_S, KEY_E), "tuple": (TUP_S, TUP_E), "ops": (OPS_S, OPS_E)}
+
+
 class Scan:
-    """Reads one ScanTask into record batches of at most `batch_rows` rows."""
+    """Reads one ScanTask into record batches of at most `batch_rows` rows,
+    with the `columns` asked for (all of ARROW_SCHEMA by default, in any
+    order: Spark asks for fewer when a query needs fewer)."""
 
     def __init__(self, task: ScanTask, filters: RowFilter | None = None, *,
-                 batch_rows: int = DEFAULT_BATCH_ROWS, with_json: bool = True):
+                 batch_rows: int = DEFAULT_BATCH_ROWS, with_json: bool = True,
+                 columns: list[str] | None = None):
         self.task = task
         self.filters = filters or RowFilter()
         self.batch_rows = batch_rows
         self.with_json = with_json
+        self.columns = list(COLUMN_NAMES if columns is None else columns)
+        unknown = [c for c in self.columns if c not in COLUMN_NAMES]
+        if unknown:
+            raise ValueError(f"no such xlog column: {', '.join(unknown)}")
+        self.schema = pa.schema([ARROW_SCHEMA.field(c) for c in self.columns])
         self.names = SpaceNames(dict(task.names))
         self.eof_marker = False
         self.torn = False
         self.rows_read = 0          # every row decoded, filtered out or not
         self.blocks_read = 0
-        self._pending: list[tuple] = []
-        self._committed = 0          # rows of _pending that end a whole transaction
-        self._accepts = self.filters.predicate()
+        self._pending: list[pa.RecordBatch] = []
+        self._pending_rows = 0
+        self._committed = 0          # pending rows that end a whole transaction
+        self._walker = RowWalker(iter_rows, ROW_ERRORS, self._row_error)
+        self._group_at: list[int] = []   # file offsets of the blocks being walked
+        self._name_codes: dict[str, int] = {}   # space name -> its code in space_name columns
         space = self.filters.get("space_id")
         # Snapshots hold spaces in ascending id order: past the highest wanted
         # id nothing more can match.
@@ -264,6 +285,9 @@ class Scan:
         self._lsn_high = self._lsn_stop_bound()
         self._last_lsn: dict[int, int] = {}
         self._done = False
+        # Early stops are decided per block, so those scans walk one at a time.
+        stops_early = self._space_high is not None or self._lsn_high is not None
+        self._group_bytes = 0 if stops_early else GROUP_BYTES
 
     def _lsn_stop_bound(self) -> dict[int, int] | None:
         """Per replica, the LSN after which this task has nothing left to give
@@ -291,122 +315,271 @@ class Scan:
             pos = self.task.start if self.task.start is not None else xf.header_size
             end = xf.size if self.task.end is None else self.task.end
             while pos < end and not self._done:
-                block = read_block(xf, pos)
-                if block == EOF:
+                payloads, pos, stop = self._read_group(xf, pos, end)
+                if payloads:
+                    self._scan_group(payloads)
+                    self.blocks_read += len(payloads)
+                    while self._committed >= self.batch_rows:
+                        yield self._flush(self.batch_rows)
+                    if self._lsn_high is not None and self._lsn_done():
+                        self._done = True
+                if stop == EOF:
                     self.eof_marker = True
                     break
-                if block == TORN:
+                if stop == TORN:
                     self.torn = pos < xf.size
-                    break
-                data, size, _ = block
-                self._scan_block(xf, data, pos)
-                self.blocks_read += 1
-                pos += size
-                while self._committed >= self.batch_rows:
-                    yield self._flush(self.batch_rows)
-                if self._lsn_high is not None and self._lsn_done():
-                    self._done = True
                     break
         if self.task.last_of_file and not self._done and not self.eof_marker:
             if self.task.kind == SNAP_KIND:
                 raise XlogError(f"snapshot `{self.task.path}' has no EOF marker")
             # The live WAL (or a crashed one): whole transactions only.
-            del self._pending[self._committed:]
+            self._drop_uncommitted()
         # Otherwise rows after the last commit are kept: a file closed with an
         # unfinished transaction is read row by row, as 2.6.0 recovery does,
         # and a range that stops early stops at a block boundary.
         while self._pending:
             yield self._flush(self.batch_rows)
 
+    def _read_group(self, xf: XlogFile, pos: int, end: int) -> tuple[list[bytes], int, str | None]:
+        """Payloads of the blocks from `pos` up to GROUP_BYTES (at least one),
+        the position after them, and EOF / TORN if that is what came next."""
+        payloads: list[bytes] = []
+        self._group_at = []
+        size = 0
+        while pos < end and (not payloads or size < self._group_bytes):
+            block = read_block(xf, pos)
+            if block in (EOF, TORN):
+                return payloads, pos, block
+            data, block_size, _ = block
+            payloads.append(data)
+            self._group_at.append(pos)
+            size += len(data)
+            pos += block_size
+        return payloads, pos, None
+
+    def _row_error(self, exc: BaseException, block: int, row_pos: int) -> None:
+        raise RowError(f"{self.task.path}: can't parse row at offset {self._group_at[block]} "
+                       f"(row at payload offset {row_pos}): {exc}") from exc
+
     def _lsn_done(self) -> bool:
         last = self._last_lsn
         return all(last.get(replica, -1) >= bound for replica, bound in self._lsn_high.items())
 
-    def _scan_block(self, xf: XlogFile, data: bytes, block_pos: int) -> None:
-        pending = self._pending
-        accepts = self._accepts
-        names = self.names
-        known = names.names
-        space_high = self._space_high
-        track_lsn = self._lsn_high is not None
-        last_lsn = self._last_lsn
-        with_json = self.with_json
-        rows = iter_rows(data)
-        count = 0
-        row_pos = 0
-        try:
-            for row in rows:
-                count += 1
-                (row_pos, rtype, replica_id, group_id, lsn, tsn, commit, ts, space_id,
-                 index_id, index_base, key_s, key_e, tup_s, tup_e, ops_s, ops_e) = row
-                if track_lsn:
-                    last_lsn[replica_id] = lsn
-                if space_high is not None and space_id is not None and space_id > space_high:
-                    self._done = True
-                    break
-                if accepts is None or accepts(lsn, replica_id, ts, space_id):
-                    key = data[key_s:key_e] if key_s >= 0 else None
-                    tup = data[tup_s:tup_e] if tup_s >= 0 else None
-                    ops = data[ops_s:ops_e] if ops_s >= 0 else None
-                    if with_json:
-                        key_json = msgpack_to_json(key) if key is not None else None
-                        ops_json = msgpack_to_json(ops) if ops is not None else None
-                        if tup is None:
-                            tup_json = None
-                        elif space_id is None and rtype in BODY_KEY_NAMES:
-                            tup_json = named_body_json(tup, BODY_KEY_NAMES[rtype])
-                        else:
-                            tup_json = msgpack_to_json(tup)
-                    else:
-                        key_json = tup_json = ops_json = None
-                    pending.append((lsn, replica_id, group_id, tsn, commit, ts, rtype, space_id,
-                                    known.get(space_id) if space_id is not None else None,
-                                    index_id, key, key_json, tup, tup_json, ops, ops_json))
-                if space_id == SPACE_SPACE_ID and index_id is not None:
-                    names.apply(rtype, _span(data, key_s, key_e), _span(data, tup_s, tup_e),
-                                _span(data, ops_s, ops_e), index_base)
-                if commit:
-                    self._committed = len(pending)
-        except ROW_ERRORS as exc:
-            raise RowError(f"{xf.path}: can't parse row at offset {block_pos} "
-                           f"(row at payload offset {row_pos if count else 0}): {exc}") from exc
-        self.rows_read += count
+    def _scan_group(self, payloads: list[bytes]) -> None:
+        rows = self._walker.walk(payloads)
+        n = rows.n
+        if self._space_high is not None:
+            over = np.flatnonzero(rows.field(SPACE_ID) > self._space_high)
+            if over.size:
+                n = int(over[0])
+                self._done = True
+                self.rows_read += 1           # the row that ended it was decoded
+        self.rows_read += n
+        if self._lsn_high is not None:
+            self._track_lsn(rows, n)
+        keep = self._filter_mask(rows, n)
+        name_index = self._space_names(rows, n, want="space_name" in self.columns)
+        commits = np.flatnonzero(rows.commit[:n])
+        if commits.size:
+            upto = int(commits[-1]) + 1
+            accepted = upto if keep is None else int(np.count_nonzero(keep[:upto]))
+            self._committed = self._pending_rows + accepted
+        selection = np.arange(n) if keep is None else np.flatnonzero(keep)
+        if selection.size:
+            batch = self._build(rows, selection, name_index)
+            self._pending.append(batch)
+            self._pending_rows += batch.num_rows
+
+    def _track_lsn(self, rows: WalkedRows, n: int) -> None:
+        replicas = rows.field(REPLICA_ID)[:n][::-1]
+        found, last = np.unique(replicas, return_index=True)
+        lsns = rows.field(LSN)[:n][::-1]
+        for replica, at in zip(found.tolist(), last.tolist()):
+            self._last_lsn[replica] = int(lsns[at])
+
+    def _filter_mask(self, rows: WalkedRows, n: int) -> np.ndarray | None:
+        """Which of the first n rows pass the pushed filters (None: all).
+        Same rules as RowFilter.predicate: a row without the column fails."""
+        if not self.filters:
+            return None
+        keep = np.ones(n, np.bool_)
+        for column, cf in self.filters.columns.items():
+            if column == "timestamp":
+                raw = rows.ts[:n]
+                values = np.round(raw * 1_000_000.0)       # timestamp_us, half to even
+                keep &= raw != 0.0
+                low, high = float(cf.low), float(cf.high)
+            else:
+                values = rows.field(_FILTER_FIELDS[column])[:n]
+                if column == "space_id":
+                    keep &= values >= 0
+                low, high = max(cf.low, _INT64_MIN), min(cf.high, _INT64_MAX)
+            keep &= (values >= low) & (values <= high)
+            if cf.values is not None:
+                wanted = [v for v in cf.values if _INT64_MIN <= v <= _INT64_MAX]
+                keep &= np.isin(values, np.array(wanted, dtype=values.dtype))
+        return keep
+
+    def _space_names(self, rows: WalkedRows, n: int, want: bool) -> np.ndarray | None:
+        """Replays the `_space` rows among the first n in order; with `want`,
+        each row's index into self.names' values as of that row (-1: none)."""
+        space_ids = rows.field(SPACE_ID)[:n]
+        changes = np.flatnonzero((space_ids == SPACE_SPACE_ID) & (rows.field(INDEX_ID)[:n] >= 0))
+        index = np.full(n, -1, np.int32) if want else None
+        start = 0
+        for change in changes.tolist():
+            if want:
+                self._name_rows(space_ids[start:change + 1], index[start:change + 1])
+            self._apply_space_row(rows, change)
+            start = change + 1
+        if want and start < n:
+            self._name_rows(space_ids[start:n], index[start:n])
+        return index
+
+    def _name_rows(self, space_ids: np.ndarray, index: np.ndarray) -> None:
+        found, inverse = np.unique(space_ids, return_inverse=True)
+        known = self.names.names
+        codes = np.array([self._name_code(known.get(s)) if s >= 0 else -1 for s in found.tolist()],
+                         np.int32)
+        index[:] = codes[inverse]
+
+    def _name_code(self, name: str | None) -> int:
+        if name is None:
+            return -1
+        codes = self._name_codes
+        if name not in codes:
+            codes[name] = len(codes)
+        return codes[name]
+
+    def _apply_space_row(self, rows: WalkedRows, i: int) -> None:
+        row = rows.ints[i].tolist()
+        data = rows.data
+        self.names.apply(row[TYPE], _span(data, row[KEY_S], row[KEY_E]),
+                         _span(data, row[TUP_S], row[TUP_E]), _span(data, row[OPS_S], row[OPS_E]),
+                         row[INDEX_BASE])
+
+    # -- Arrow columns of the selected rows
+
+    def _build(self, rows: WalkedRows, selection: np.ndarray,
+               name_index: np.ndarray | None) -> pa.RecordBatch:
+        picked = rows.ints[selection]
+        m = len(selection)
+        json_rows = None
+        arrays = []
+        for column in self.columns:
+            if column.endswith("_json"):
+                if json_rows is None:
+                    json_rows = self._json(rows, picked) if self.with_json else {}
+                array = json_rows.get(column) or pa.nulls(m, pa.string())
+            elif column in _SPANS:
+                start, end = _SPANS[column]
+                array = _binary(rows.data, picked[:, start], picked[:, end])
+            elif column == "space_name":
+                array = pa.array(list(self._name_codes), pa.string()).take(
+                    _nullable(name_index[selection], pa.int32()))
+            else:
+                array = self._plain_column(column, rows, picked, selection)
+            arrays.append(array)
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+    def _plain_column(self, column: str, rows: WalkedRows, picked: np.ndarray,
+                      selection: np.ndarray) -> pa.Array:
+        if column == "file":
+            return pa.repeat(pa.scalar(self.task.path, pa.string()), len(selection))
+        if column in ("lsn", "tsn"):
+            return pa.array(picked[:, LSN if column == "lsn" else TSN])
+        if column in ("replica_id", "group_id"):
+            return pa.array(picked[:, REPLICA_ID if column == "replica_id" else GROUP_ID]
+                            .astype(np.int32))
+        if column in ("space_id", "index_id"):
+            return _nullable(picked[:, SPACE_ID if column == "space_id" else INDEX_ID],
+                             pa.int32())
+        if column == "is_commit":
+            return pa.array(rows.commit[selection])
+        if column == "type":
+            found, inverse = np.unique(picked[:, TYPE], return_inverse=True)
+            return pa.array([type_name(t) for t in found.tolist()], pa.string()).take(
+                pa.array(inverse.astype(np.int32)))
+        if column == "timestamp":
+            return _timestamps(rows.ts[selection])
+        raise AssertionError(column)
+
+    def _json(self, rows: WalkedRows, picked: np.ndarray) -> dict[str, pa.Array]:
+        """The *_json columns, made in Python (only when a query reads them)."""
+        data = rows.data
+        keys, tuples, ops = [], [], []
+        for row in picked.tolist():
+            key, tup, op = (_span(data, row[s], row[e]) for s, e in _SPANS.values())
+            keys.append(msgpack_to_json(key) if key is not None else None)
+            ops.append(msgpack_to_json(op) if op is not None else None)
+            if tup is None:
+                tuples.append(None)
+            elif row[SPACE_ID] < 0 and row[TYPE] in BODY_KEY_NAMES:
+                tuples.append(named_body_json(tup, BODY_KEY_NAMES[row[TYPE]]))
+            else:
+                tuples.append(msgpack_to_json(tup))
+        return {"key_json": pa.array(keys, pa.string()),
+                "tuple_json": pa.array(tuples, pa.string()),
+                "ops_json": pa.array(ops, pa.string())}
+
+    # -- pending rows
 
     def _flush(self, n: int) -> pa.RecordBatch:
-        rows, self._pending = self._pending[:n], self._pending[n:]
-        self._committed = max(0, self._committed - len(rows))
-        return rows_to_batch(self.task.path, rows)
+        """The first n pending rows (fewer if fewer are pending) as one batch."""
+        taken, rows = [], 0
+        while self._pending and rows < n:
+            batch = self._pending[0]
+            if batch.num_rows <= n - rows:
+                taken.append(self._pending.pop(0))
+            else:
+                taken.append(batch.slice(0, n - rows))
+                self._pending[0] = batch.slice(n - rows)
+            rows += taken[-1].num_rows
+        self._pending_rows -= rows
+        self._committed = max(0, self._committed - rows)
+        if len(taken) == 1:
+            return taken[0]
+        return pa.Table.from_batches(taken, self.schema).combine_chunks().to_batches()[0]
+
+    def _drop_uncommitted(self) -> None:
+        drop = self._pending_rows - self._committed
+        while drop > 0:
+            last = self._pending[-1]
+            if last.num_rows <= drop:
+                self._pending.pop()
+                drop -= last.num_rows
+            else:
+                self._pending[-1] = last.slice(0, last.num_rows - drop)
+                drop = 0
+        self._pending_rows = self._committed
 
 
-def rows_to_batch(path: str, rows: list[tuple]) -> pa.RecordBatch:
-    """Arrow batch from the row tuples Scan collects."""
-    n = len(rows)
-    cols = list(zip(*rows)) if rows else [()] * 16
-    ts = pa.array(cols[5], pa.float64())
-    # Microseconds, rounded half-to-even as Python's round() in timestamp_us()
-    # (filters compare on the same value); a 0.0 timestamp means "not set".
-    micros = pc.cast(pc.round(pc.multiply(ts, 1_000_000.0)), pa.int64()).cast(_TS_TYPE)
-    timestamps = pc.if_else(pc.equal(ts, 0.0), pa.scalar(None, _TS_TYPE), micros)
-    arrays = [
-        pa.array([path] * n, pa.string()),
-        pa.array(cols[0], pa.int64()),
-        pa.array(cols[1], pa.int32()),
-        pa.array(cols[2], pa.int32()),
-        pa.array(cols[3], pa.int64()),
-        pa.array(cols[4], pa.bool_()),
-        timestamps,
-        pa.array([type_name(t) for t in cols[6]], pa.string()),
-        pa.array(cols[7], pa.int32()),
-        pa.array(cols[8], pa.string()),
-        pa.array(cols[9], pa.int32()),
-        pa.array(cols[10], pa.binary()),
-        pa.array(cols[11], pa.string()),
-        pa.array(cols[12], pa.binary()),
-        pa.array(cols[13], pa.string()),
-        pa.array(cols[14], pa.binary()),
-        pa.array(cols[15], pa.string()),
-    ]
-    return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
+def _span(data: bytes, s: int, e: int) -> bytes | None:
+    return data[s:e] if s >= 0 else None
+
+
+def _nullable(values: np.ndarray, arrow_type: pa.DataType) -> pa.Array:
+    """Arrow array of the values, null where they are -1 (absent)."""
+    absent = values < 0
+    return pa.array(values.astype(arrow_type.to_pandas_dtype()),
+                    mask=absent if absent.any() else None)
+
+
+def _binary(data: bytes, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
+    """Binary column of spans of `data` (null where a span is absent)."""
+    offsets, values = gather(np.frombuffer(data, np.uint8), starts, ends)
+    present = starts >= 0
+    validity = None if present.all() else pa.py_buffer(np.packbits(present, bitorder="little"))
+    return pa.Array.from_buffers(pa.binary(), len(starts),
+                                 [validity, pa.py_buffer(offsets), pa.py_buffer(values)])
+
+
+def _timestamps(ts: np.ndarray) -> pa.Array:
+    """Microseconds, rounded half-to-even as Python's round() in timestamp_us()
+    (filters compare on the same value); a 0.0 timestamp means "not set"."""
+    raw = pa.array(ts, pa.float64())
+    micros = pc.cast(pc.round(pc.multiply(raw, 1_000_000.0)), pa.int64()).cast(_TS_TYPE)
+    return pc.if_else(pc.equal(raw, 0.0), pa.scalar(None, _TS_TYPE), micros)
 
 
 def scan(task: ScanTask, filters: RowFilter | None = None, **kwargs) -> Iterator[pa.RecordBatch]:

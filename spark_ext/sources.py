@@ -11,6 +11,11 @@ Options:
   json        "false" leaves the *_json columns null (faster)
   exclude     JSON list of file paths not to read (the Parquet mirror's files)
   pushdown    "false": take no filters (Spark applies them all after the scan)
+  columns     "lsn,type,...": the relation has only these columns, in this
+              order (pyspark does not tell a Python source which columns a
+              query reads; pruning.py finds them for box.spark.sql). A schema
+              given with `.schema(...)` does the same if it names our columns
+              with our types.
 
 Streaming (`spark.readStream.format("xlog").load(wal_dir)`) tails a live WAL
 directory; options `startingOffsets` ("latest", the default, or "earliest"),
@@ -43,7 +48,7 @@ from pyspark.sql.datasource import (
 )
 
 from .plan import DEFAULT_SPLIT_BYTES, plan_tasks
-from .rows import SPARK_DDL, RowFilter
+from .rows import RowFilter, parse_columns, schema_columns, spark_ddl
 from .scan import DEFAULT_BATCH_ROWS, SNAP_KIND, XLOG_KIND, ScanTask, scan
 from .stream import START_LATEST, WalTail
 
@@ -72,9 +77,14 @@ class TaskPartition(InputPartition):
         super().__init__(task)
 
 
+def _schema_columns(schema) -> list[str]:
+    return schema_columns([(f.name, f.dataType.simpleString()) for f in schema.fields])
+
+
 class _Reader(DataSourceReader):
-    def __init__(self, kind: str, options: dict[str, str]):
+    def __init__(self, kind: str, options: dict[str, str], columns: list[str]):
         self.kind = kind
+        self.columns = columns
         self.path = options.get("path") or options.get("paths", "")
         self.split_bytes = int(options.get("split_size", DEFAULT_SPLIT_BYTES))
         self.batch_rows = int(options.get("batch_rows", DEFAULT_BATCH_ROWS))
@@ -107,7 +117,7 @@ class _Reader(DataSourceReader):
         if not isinstance(task, ScanTask):
             return iter(())           # pyspark's placeholder partition of an empty plan
         return scan(task, self._filters(), batch_rows=self.batch_rows,
-                    with_json=self.with_json)
+                    with_json=self.with_json, columns=self.columns)
 
 
 class _StreamReader(DataSourceStreamReader):
@@ -115,7 +125,8 @@ class _StreamReader(DataSourceStreamReader):
     runs on the driver and keeps the space-name cursor between batches; the
     rows are read by the executors."""
 
-    def __init__(self, options: dict[str, str]):
+    def __init__(self, options: dict[str, str], columns: list[str]):
+        self.columns = columns
         path = options.get("path") or options.get("paths", "")
         self.tail = WalTail(path, options.get("startingoffsets", START_LATEST))
         self.batch_rows = int(options.get("batch_rows", DEFAULT_BATCH_ROWS))
@@ -134,7 +145,8 @@ class _StreamReader(DataSourceStreamReader):
         task = partition.value
         if not isinstance(task, ScanTask):
             return iter(())
-        return scan(task, batch_rows=self.batch_rows, with_json=self.with_json)
+        return scan(task, batch_rows=self.batch_rows, with_json=self.with_json,
+                    columns=self.columns)
 
     def commit(self, end: dict) -> None:
         """Nothing to release: the WAL belongs to the instance (its GC)."""
@@ -148,13 +160,15 @@ class XlogDataSource(DataSource):
         return XLOG_KIND
 
     def schema(self) -> str:
-        return SPARK_DDL
+        return spark_ddl(parse_columns(self.options.get("columns")))
 
     def reader(self, schema) -> DataSourceReader:
-        return _Reader(XLOG_KIND, {k.lower(): v for k, v in self.options.items()})
+        return _Reader(XLOG_KIND, {k.lower(): v for k, v in self.options.items()},
+                       _schema_columns(schema))
 
     def streamReader(self, schema) -> DataSourceStreamReader:   # noqa: N802
-        return _StreamReader({k.lower(): v for k, v in self.options.items()})
+        return _StreamReader({k.lower(): v for k, v in self.options.items()},
+                             _schema_columns(schema))
 
 
 class SnapDataSource(DataSource):
@@ -165,10 +179,11 @@ class SnapDataSource(DataSource):
         return SNAP_KIND
 
     def schema(self) -> str:
-        return SPARK_DDL
+        return spark_ddl(parse_columns(self.options.get("columns")))
 
     def reader(self, schema) -> DataSourceReader:
-        return _Reader(SNAP_KIND, {k.lower(): v for k, v in self.options.items()})
+        return _Reader(SNAP_KIND, {k.lower(): v for k, v in self.options.items()},
+                       _schema_columns(schema))
 
 
 def register(spark) -> None:

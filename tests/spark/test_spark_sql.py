@@ -88,3 +88,51 @@ def test_parquet_mirror_answers_like_the_raw_reader(spark, tmp_path, tarantool_d
     from_mirror = spark.sql(query.format(v="mirror_xlog")).collect()
     assert from_mirror == spark.sql(query.format(v="raw_xlog")).collect()
     assert ("renamed", "INSERT", 2) in [tuple(r)[:3] for r in from_mirror]
+
+
+PRUNED_QUERIES = [
+    QUERY,
+    "SELECT count(*) FROM xlog",
+    "SELECT lsn, tuple_json FROM xlog WHERE space_id >= 512 ORDER BY lsn",
+    "SELECT lsn FROM xlog WHERE space_id IN (SELECT space_id FROM snap WHERE type = 'INSERT') "
+    "ORDER BY lsn",
+    "WITH t AS (SELECT tsn, timestamp FROM xlog WHERE is_commit) "
+    "SELECT count(*), max(timestamp) FROM t",
+    "SELECT a.lsn, b.key_json FROM xlog a JOIN xlog b ON a.tsn = b.lsn ORDER BY 1, 2",
+]
+
+
+@pytest.mark.parametrize("query", PRUNED_QUERIES)
+def test_pruned_views_answer_like_full_ones(spark, tarantool_data, query):
+    from spindle.spark_ext.pruning import needed_columns, pruned_sql
+    data = str(tarantool_data)
+    snap = sorted(tarantool_data.glob("*.snap"))[-1]
+
+    def register(**options):
+        for kind, path in (("xlog", data), ("snap", str(snap))):
+            reader = spark.read.format(kind).option("pushdown", "false")
+            for key, value in options.items():
+                reader = reader.option(key, value)
+            reader.load(path).createOrReplaceTempView(kind)
+    register()
+    full = spark.sql(query)
+    columns = needed_columns(full)
+    assert columns is not None and len(columns) <= 4
+    expected = full.collect()
+    pruned = pruned_sql(spark, query, register)
+    # the views now have only the columns the query reads
+    assert spark.table("xlog").columns == columns
+    assert pruned.collect() == expected
+
+
+def test_columns_option_and_schema(spark):
+    df = spark.read.format("xlog").option("columns", "type, lsn").load(str(MASTER))
+    assert df.columns == ["type", "lsn"]
+    full = spark.read.format("xlog").load(str(MASTER)).select("type", "lsn")
+    assert sorted(df.collect()) == sorted(full.collect())
+    given = spark.read.format("xlog").schema("space_id int, file string").load(str(MASTER))
+    assert given.count() == full.count()
+    with pytest.raises(Exception, match="no such xlog column: nope"):
+        spark.read.format("xlog").option("columns", "lsn,nope").load(str(MASTER)).collect()
+    with pytest.raises(Exception, match="have no column `lsn` string"):
+        spark.read.format("xlog").schema("lsn string").load(str(MASTER)).collect()
