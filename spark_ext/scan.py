@@ -248,6 +248,7 @@ GROUP_BYTES = 256 * 1024
 _FILTER_FIELDS = {"lsn": LSN, "replica_id": REPLICA_ID, "space_id": SPACE_ID}
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _SPANS = {"key": (KEY_S, KEY_E), "tuple": (TUP_S, TUP_E), "ops": (OPS_S, OPS_E)}
+_FACTORIZE_TABLE = 1 << 16
 
 
 class Scan:
@@ -437,7 +438,7 @@ class Scan:
         return index
 
     def _name_rows(self, space_ids: np.ndarray, index: np.ndarray) -> None:
-        found, inverse = np.unique(space_ids, return_inverse=True)
+        found, inverse = _factorize(space_ids)
         known = self.names.names
         codes = np.array([self._name_code(known.get(s)) if s >= 0 else -1 for s in found.tolist()],
                          np.int32)
@@ -497,9 +498,9 @@ class Scan:
         if column == "is_commit":
             return pa.array(rows.commit[selection])
         if column == "type":
-            found, inverse = np.unique(picked[:, TYPE], return_inverse=True)
+            found, inverse = _factorize(picked[:, TYPE])
             return pa.array([type_name(t) for t in found.tolist()], pa.string()).take(
-                pa.array(inverse.astype(np.int32)))
+                pa.array(inverse))
         if column == "timestamp":
             return _timestamps(rows.ts[selection])
         raise AssertionError(column)
@@ -556,6 +557,25 @@ class Scan:
 
 def _span(data: bytes, s: int, e: int) -> bytes | None:
     return data[s:e] if s >= 0 else None
+
+
+def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct values ascending, each value's int32 position among them).
+    Request types and space ids are small numbers: a lookup table instead of
+    np.unique's sort when they are (-1, absent, included)."""
+    if not len(values):
+        return values[:0], np.zeros(0, np.int32)
+    low, high = int(values.min()), int(values.max())
+    if low < -1 or high >= _FACTORIZE_TABLE:
+        found, inverse = np.unique(values, return_inverse=True)
+        return found, inverse.astype(np.int32)
+    shifted = values + 1
+    present = np.zeros(high + 2, np.bool_)
+    present[shifted] = True
+    found = np.flatnonzero(present)
+    table = np.zeros(high + 2, np.int32)
+    table[found] = np.arange(len(found), dtype=np.int32)
+    return found - 1, table[shifted]
 
 
 def _nullable(values: np.ndarray, arrow_type: pa.DataType) -> pa.Array:

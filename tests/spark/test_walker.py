@@ -256,3 +256,14 @@ def test_unknown_column_is_refused(tarantool_data):
     task = plan_tasks(str(tarantool_data), "xlog")[0]
     with pytest.raises(ValueError, match="no such xlog column: nope"):
         Scan(task, columns=["lsn", "nope"])
+
+
+def test_factorize_agrees_with_unique():
+    from spindle.spark_ext.scan import _FACTORIZE_TABLE, _factorize
+    rng = np.random.default_rng(7)
+    for values in (np.array([], np.int64), np.array([-1, -1]), np.array([513, 2, 512, 2, -1]),
+                   rng.integers(-1, 40, 500), np.array([5, _FACTORIZE_TABLE + 3, -7, 5])):
+        found, inverse = _factorize(values)
+        want_found, want_inverse = np.unique(values, return_inverse=True)
+        assert found.tolist() == want_found.tolist()
+        assert inverse.tolist() == want_inverse.tolist() and inverse.dtype == np.int32
