@@ -20,9 +20,11 @@ cursor goes back to the files from its vclock.
 
 With `wire_sync` set (the relay's cursors), transactions read from files come as
 `WireTx` (wire_tx.py): their rows framed for the wire as stored, with that sync, and
-only blocks with rows outside that form are decoded into XRows. A helper-thread call
-reads blocks for up to READ_BUDGET, so small blocks (one per transaction when every
-commit waits for the WAL) do not cost a thread hand-off each.
+only blocks with rows outside that form are decoded into XRows. Transactions of the
+tail come framed from the bytes the WAL wrote, a run of one replica id's plain
+transactions as one WireTx (wire_tx.WireRun). A helper-thread call reads blocks for
+up to READ_BUDGET, so small blocks (one per transaction when every commit waits for
+the WAL) do not cost a thread hand-off each.
 """
 from __future__ import annotations
 
@@ -38,7 +40,7 @@ from spindle.core.xlog.files import XlogReader, format_filename
 from spindle.core.xlog.format import XLOG, XlogError, decode_block_rows, split_transactions
 
 from .wal_tail import WalTail, vclock_covers
-from .wire_tx import NotForwardable, WireTx, decode_tail, scan_block
+from .wire_tx import NotForwardable, WireRun, WireTx, decode_tail, plain_tx, scan_block
 
 READ_CHUNK = 128 * 1024        # bytes read from a file at a time (a block is ~128 KiB)
 TAIL_ROWS_PER_READ = 4096      # rows handed out of the tail per call
@@ -116,6 +118,11 @@ class WalCursor:
         """Park until the WAL writes something new (or `timeout`)."""
         return self.tail.cond.wait(timeout)
 
+    def urgent_unread(self) -> bool:
+        """Whether a batch the tail marked urgent is not read yet (True while the
+        cursor reads files: it never waits there)."""
+        return self._tail_seq is None or self.tail.urgent_seq >= self._tail_seq
+
     # ------------------------------------------------------------------ tail
 
     def _enter_tail(self) -> None:
@@ -124,8 +131,9 @@ class WalCursor:
         self._tail_seq = self.tail.seek(self.vclock)
         self.mode = "tail"
 
-    def _read_tail(self) -> list[list[XRow]] | None:
-        out: list[list[XRow]] = []
+    def _read_tail(self) -> list[Transaction] | None:
+        out: list[Transaction] = []
+        run = WireRun(self._wire_sync)
         rows = 0
         got_batch = False
         while rows < TAIL_ROWS_PER_READ:
@@ -136,17 +144,48 @@ class WalCursor:
                 log.verbose("relay: fell behind the in-memory WAL tail at %s", self.vclock)
                 self._tail_seq = None
                 self.mode = "files"
+                run.flush(out)
                 return out
             if batch is None:
                 break
             got_batch = True
             self._tail_seq += 1
+            if batch.encoded is not None and self._wire_sync is not None:
+                rows += self._take_encoded(batch.rows, batch.encoded, run, out)
+                continue
+            run.flush(out)
             for tx in split_transactions(batch.rows)[0]:
                 fresh = drop_covered(tx, self.vclock)
                 if fresh:
                     out.append(fresh)
                     rows += len(fresh)
+        run.flush(out)
         return out if got_batch else None
+
+    def _take_encoded(self, rows: list[XRow], encoded: list[bytes], run: WireRun,
+                      out: list[Transaction]) -> int:
+        """The fresh transactions of a tail batch whose rows come with the bytes the
+        WAL wrote: added to `run` when plain_tx (framed from those bytes later, no
+        row encoded again); rows one by one as usual otherwise, and for a
+        transaction the cursor has part of. Returns the rows added."""
+        vclock = self.vclock
+        added = start = 0
+        for end, row in enumerate(rows, 1):
+            if not row.is_commit:
+                continue
+            tx = rows[start:end]
+            if plain_tx(tx) and vclock.get(row.replica_id) < tx[0].lsn:
+                vclock.reset(row.replica_id, row.lsn)
+                run.add(tx, encoded[start:end], out)
+                added += len(tx)
+            else:
+                run.flush(out)
+                fresh = drop_covered(tx, vclock)
+                if fresh:
+                    out.append(fresh)
+                    added += len(fresh)
+            start = end
+        return added
 
     # ----------------------------------------------------------------- files
 

@@ -2,10 +2,13 @@
 
 2.6.0's relay thread re-reads the current .xlog file on every WAL event. A relay here is
 a fiber of the tx thread, where decoding a file again costs the loop; instead the WAL
-writer's `on_write` hook (run in tx after every batch, with the rows signed: REPLICA_ID,
-LSN, TSN, FLAGS, TIMESTAMP) appends each batch to this tail, and relays that caught up
-read from it. Relays that are further behind read files (wal_cursor.py) and switch to
-the tail once they reach it.
+writer's `on_write_encoded` hook (run in tx after every batch, with the rows signed:
+REPLICA_ID, LSN, TSN, FLAGS, TIMESTAMP, and each row's bytes as written) appends each
+batch to this tail, and relays that caught up read from it. Relays that are further behind read
+files (wal_cursor.py) and switch to the tail once they reach it. A relay waits for
+batches on `cond` (woken by each) or, to let several pile up, in `hold()` (woken only
+by an urgent one: appended while `urgent()` says so — the relays' says "synchronous
+transactions are pending").
 
 Invariants the cursor relies on:
 * batches are appended in WAL order, each with the WAL vclock right after it, so
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
+from typing import Callable
 
 from spindle.core.fiber import Cond
 from spindle.core.iproto.xrow import XRow
@@ -35,6 +39,7 @@ class TailBatch:
     rows: list[XRow]         # whole transactions, in WAL order
     vclock_after: VClock     # the WAL vclock right after these rows
     size: int                # approximate encoded size
+    encoded: list[bytes] | None = None   # each row as the WAL wrote it, if known
 
 
 def vclock_covers(vclock: VClock, other: VClock) -> bool:
@@ -60,28 +65,46 @@ class WalTail:
         self.rows = 0
         self.bytes = 0
         self.cond = Cond(sched)     # broadcast on every batch: relays waiting wake up
-        wal.on_write.append(self._on_write)
+        self.urgent: Callable[[], int] = _never      # true: a batch must not wait
+        self.urgent_seq = -1        # seq of the newest batch appended while urgent
+        self._held: set = set()     # fibers in hold()
+        # a WalWriter hands over each row's bytes too; other journals (tests' fakes)
+        # the rows alone
+        self._hooks = getattr(wal, "on_write_encoded", wal.on_write)
+        self._hooks.append(self._on_write)
 
     def detach(self) -> None:
-        if self._on_write in self.wal.on_write:
-            self.wal.on_write.remove(self._on_write)
+        if self._on_write in self._hooks:
+            self._hooks.remove(self._on_write)
 
     # ----------------------------------------------------------- WAL side
 
-    def _on_write(self, rows: list[XRow]) -> None:
-        """WalWriter.on_write: runs in tx with the rows of one completed batch; the
-        writer's vclock is already the one after them."""
-        self.append(rows, self.wal.vclock.copy())
+    def _on_write(self, rows: list[XRow], encoded: list[bytes] | None = None) -> None:
+        """WalWriter.on_write(_encoded): runs in tx with the rows of one completed
+        batch; the writer's vclock is already the one after them."""
+        self.append(rows, self.wal.vclock.copy(), encoded)
 
-    def append(self, rows: list[XRow], vclock_after: VClock) -> None:
-        size = sum(len(row.body or b"") + _ROW_OVERHEAD for row in rows)
-        self.batches.append(TailBatch(self.next_seq, list(rows), vclock_after, size))
+    def append(self, rows: list[XRow], vclock_after: VClock,
+               encoded: list[bytes] | None = None) -> None:
+        if encoded is None:
+            size = sum(len(row.body or b"") + _ROW_OVERHEAD for row in rows)
+        else:
+            # the bytes, and about as much again in the rows (bodies, headers)
+            size = 2 * sum(map(len, encoded))
+        self.batches.append(TailBatch(self.next_seq, list(rows), vclock_after, size,
+                                      encoded))
         self.next_seq += 1
         self.rows += len(rows)
         self.bytes += size
         if self.rows > self.max_rows or self.bytes > self.max_bytes:
             self._trim()
         self.cond.broadcast()
+        if self.urgent():
+            self.urgent_seq = self.next_seq - 1
+            if self._held:
+                held, self._held = self._held, set()
+                for fiber in held:
+                    self.sched.wakeup(fiber)
 
     def _trim(self) -> None:
         """Drop the oldest batches down to 3/4 of the limits (in one slice, so that
@@ -100,6 +123,17 @@ class WalTail:
             self.first_seq += drop
 
     # ---------------------------------------------------------- relay side
+
+    def hold(self, timeout: float) -> None:
+        """Let batches pile up for `timeout` seconds: unlike `cond`, only an urgent
+        batch ends the wait early. Returns early on fiber.wakeup too; raises if the
+        fiber is cancelled."""
+        me = self.sched.current
+        self._held.add(me)
+        try:
+            self.sched.sleep(timeout)
+        finally:
+            self._held.discard(me)
 
     def reaches(self, vclock: VClock) -> bool:
         """True when every row after `vclock` is still here (or not written yet)."""
@@ -124,6 +158,10 @@ class WalTail:
             raise LookupError(seq)
         index = seq - self.first_seq
         return self.batches[index] if index < len(self.batches) else None
+
+
+def _never() -> int:
+    return 0
 
 
 _tails: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()

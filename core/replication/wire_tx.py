@@ -64,7 +64,8 @@ def _uint_value(encoded: bytes) -> int:
 
 
 class WireTx:
-    """One whole transaction of an xlog block, framed for the wire.
+    """One whole transaction of an xlog block (or a run of whole transactions from
+    the in-memory tail: WireRun), framed for the wire.
 
     `replica_id` is the id every row of it has (0 when they differ: the relay then
     takes the rows one by one); its rows have LSNs from `first_lsn` to `lsn` of that
@@ -72,10 +73,11 @@ class WireTx:
     body); `rows()` decodes them as the general path sees them."""
 
     __slots__ = ("replica_id", "first_lsn", "lsn", "timestamp", "count", "frames",
-                 "_payload", "_start", "_end")
+                 "_payload", "_start", "_end", "_rows")
 
     def __init__(self, replica_id: int, first_lsn: int, lsn: int, timestamp: float,
-                 count: int, frames: bytes, payload: bytes, start: int, end: int):
+                 count: int, frames: bytes, payload: bytes, start: int, end: int,
+                 rows: list[XRow] | None = None):
         self.replica_id = replica_id
         self.first_lsn = first_lsn
         self.lsn = lsn
@@ -85,8 +87,11 @@ class WireTx:
         self._payload = payload
         self._start = start
         self._end = end
+        self._rows = rows           # the rows themselves, when the maker had them
 
     def rows(self) -> list[XRow]:
+        if self._rows is not None:
+            return list(self._rows)
         return decode_rows(self._payload[self._start:self._end])
 
     def __repr__(self) -> str:
@@ -98,6 +103,58 @@ def decode_tail(payload: bytes, start: int) -> list[XRow]:
     """The rows from `start` on of a payload scan_block accepted (the transaction it
     leaves unfinished)."""
     return decode_rows(payload[start:]) if start < len(payload) else []
+
+
+def plain_tx(rows: list[XRow]) -> bool:
+    """Whether the relay may take this transaction whole by its replica id and LSN
+    range (wire_tx_share) once its rows are encoded as the WAL wrote them: rows of
+    one replica id with growing LSNs, none GROUP_LOCAL (the filter's only other
+    rule), of a fixint type (frame_rows inserts SYNC after it)."""
+    replica_id = rows[0].replica_id
+    if not replica_id:
+        return False
+    lsn = 0
+    for row in rows:
+        if (row.replica_id != replica_id or row.lsn <= lsn or row.group_id
+                or not 0 <= row.type < 0x80):
+            return False
+        lsn = row.lsn
+    return True
+
+
+class WireRun:
+    """Transactions plain_tx accepts, one after another and all of one replica id,
+    gathered into one WireTx framed from each row's bytes as the WAL wrote them
+    (encode_header(row, 0) + body): the relay then decides on them, frames and
+    notes them as sent once, not once per transaction (a stream of one-row
+    transactions is mostly such runs). Its filters leave a prefix of a run or
+    none of it, with the commit flag on the last row kept, as they would of its
+    transactions one by one."""
+
+    __slots__ = ("sync", "rows", "encoded")
+
+    def __init__(self, sync: int):
+        self.sync = sync
+        self.rows: list[XRow] = []
+        self.encoded: list[bytes] = []
+
+    def add(self, rows: list[XRow], encoded: list[bytes], out: list) -> None:
+        """Append a transaction (after growing LSNs); a run of another replica id
+        goes to `out` first."""
+        if self.rows and self.rows[0].replica_id != rows[0].replica_id:
+            self.flush(out)
+        self.rows += rows
+        self.encoded += encoded
+
+    def flush(self, out: list) -> None:
+        """The run so far, as one WireTx, to `out`."""
+        rows = self.rows
+        if rows:
+            last = rows[-1]
+            out.append(WireTx(last.replica_id, rows[0].lsn, last.lsn, last.timestamp,
+                              len(rows), frame_rows(self.encoded, self.sync), b"", 0, 0,
+                              rows))
+            self.rows, self.encoded = [], []
 
 
 class NotForwardable(Exception):
@@ -171,26 +228,33 @@ _FRAME_HEADS = [_pack_frame_head(0xCE, size) for size in range(4096)]   # the us
 
 def _frames(payload: bytes, starts: list[int], end: int, sync: int) -> bytes:
     """The rows at `starts` (the last one ending at `end`) as packets with `sync`."""
-    heads = _FRAME_HEADS
-    if len(starts) == 1 and not sync and end - starts[0] < 4096:   # a one-row transaction
-        return heads[end - starts[0]] + payload[starts[0]:end]
-    out: list[bytes] = []
-    append = out.append
     ends = starts[1:]
     ends.append(end)
+    return frame_rows([payload[start:stop] for start, stop in zip(starts, ends)], sync)
+
+
+def frame_rows(encoded: list[bytes], sync: int) -> bytes:
+    """Rows stored as xrow_header_encode writes them without SYNC (a fixmap whose
+    first key is REQUEST_TYPE with a fixint value) as packets with `sync`: the same
+    bytes as encoding them again with it."""
+    heads = _FRAME_HEADS
+    if not sync and len(encoded) == 1 and len(encoded[0]) < 4096:   # one-row transaction
+        return heads[len(encoded[0])] + encoded[0]
+    out: list[bytes] = []
+    append = out.append
     if sync:
         # one more key in the map, and SYNC right after REQUEST_TYPE (00 <type>)
         sync_field = b"\x01" + mp_encode_uint(sync)
         extra = len(sync_field)
-        for start, stop in zip(starts, ends):
-            append(_pack_frame_head(0xCE, stop - start + extra))
-            append(bytes((payload[start] + 1,)))
-            append(payload[start + 1:start + 3])
+        for row in encoded:
+            append(_pack_frame_head(0xCE, len(row) + extra))
+            append(bytes((row[0] + 1,)))
+            append(row[1:3])
             append(sync_field)
-            append(payload[start + 3:stop])
+            append(row[3:])
     else:
-        for start, stop in zip(starts, ends):
-            size = stop - start
+        for row in encoded:
+            size = len(row)
             append(heads[size] if size < 4096 else _pack_frame_head(0xCE, size))
-            append(payload[start:stop])
+            append(row)
     return b"".join(out)

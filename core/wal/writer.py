@@ -64,7 +64,7 @@ from spindle.core.xlog.files import (
 )
 from spindle.core.xlog.format import (
     AUTOCOMMIT_THRESHOLD, EOF_MARKER_BYTES, FIXHEADER_SIZE, XLOG, XlogError, XlogMeta,
-    encode_block, encode_row, encode_rows,
+    encode_block, encode_row,
 )
 
 MODES = ("none", "write", "fsync")
@@ -103,7 +103,7 @@ class JournalEntry:
     vclock right after this entry) are set in tx when it completes."""
 
     __slots__ = ("rows", "instance_id", "on_done", "fiber", "done", "error", "vclock",
-                 "failed_in_batch")
+                 "failed_in_batch", "encoded")
 
     def __init__(self, rows: list[XRow], instance_id: int,
                  on_done: Callable[[JournalEntry], None] | None = None):
@@ -115,6 +115,7 @@ class JournalEntry:
         self.error: BaseException | None = None
         self.vclock: VClock | None = None
         self.failed_in_batch = False   # the whole batch failed: part of a rollback
+        self.encoded: list[bytes] | None = None   # each row as written to the file
 
     @property
     def signature(self) -> int:
@@ -212,6 +213,13 @@ def _sign_local_tx(rows: list[XRow], vclock: VClock, instance_id: int,
     return True
 
 
+def _run_hook(hook: Callable, *args) -> None:
+    try:
+        hook(*args)
+    except Exception as exc:   # one hook must not keep the others from running
+        log.error("on_write hook %r failed: %s", hook, exc)
+
+
 class WalWriter:
     def __init__(self, sched, wal_dir: str, instance_uuid: str, vclock: VClock, *,
                  mode: str = "write", max_size: int = DEFAULT_MAX_SIZE,
@@ -228,6 +236,9 @@ class WalWriter:
         self.io = io or WalIO()
         self.vclock = vclock.copy()      # the tx view: what is known to be written
         self.on_write: list[Callable[[list[XRow]], None]] = []
+        # the same, with each row's bytes as written (None when nothing is written:
+        # wal_mode 'none'), for relays forwarding them without encoding them again
+        self.on_write_encoded: list[Callable[[list[XRow], list[bytes] | None], None]] = []
         self.batches = 0                 # batches completed (tests, stats)
         # tx-side rollback state (see the module doc)
         self._last_entry: JournalEntry | None = None
@@ -428,6 +439,7 @@ class WalWriter:
         self.vclock = vclock
         self.batches += 1
         written: list[XRow] = []
+        encoded: list[bytes] = []
         if failed and self._rollback_anchor is None:
             self._rollback_anchor = self._last_entry
         for entry in entries:
@@ -436,6 +448,7 @@ class WalWriter:
             else:
                 if entry.error is None:
                     written.extend(entry.rows)
+                    encoded.extend(entry.encoded)
                 self._finish(entry)
         anchor = self._rollback_anchor
         if anchor is not None and any(entry is anchor for entry in entries):
@@ -450,8 +463,8 @@ class WalWriter:
             with self._cv:
                 self._queue.append(_Control("end_rollback"))
                 self._cv.notify()
-        if written and self.on_write:
-            self._run_on_write(written)
+        if written and (self.on_write or self.on_write_encoded):
+            self._run_on_write(written, encoded)
 
     def _finish(self, entry: JournalEntry) -> None:
         entry.done = True
@@ -463,12 +476,11 @@ class WalWriter:
             except Exception as exc:   # one txn's callback must not lose the others
                 log.error("journal entry completion failed: %s", exc)
 
-    def _run_on_write(self, rows: list[XRow]) -> None:
+    def _run_on_write(self, rows: list[XRow], encoded: list[bytes] | None = None) -> None:
         for hook in list(self.on_write):
-            try:
-                hook(rows)
-            except Exception as exc:
-                log.error("on_write hook %r failed: %s", hook, exc)
+            _run_hook(hook, rows)
+        for hook in list(self.on_write_encoded):
+            _run_hook(hook, rows, encoded)
 
     # ------------------------------------------------------------ writer thread
 
@@ -578,7 +590,12 @@ class WalWriter:
                 try:
                     rows = entry.rows
                     assign_lsn(rows, trial, entry.instance_id, now)
-                    data = encode_row(rows[0]) if len(rows) == 1 else encode_rows(rows)
+                    if len(rows) == 1:
+                        data = encode_row(rows[0])
+                        encoded = [data]
+                    else:
+                        encoded = [encode_row(row) for row in rows]
+                        data = b"".join(encoded)
                 except (BrokenLsn, ValueError) as exc:
                     # Only this entry is refused; it never reaches the file.
                     if not isinstance(exc, BrokenLsn):
@@ -588,6 +605,7 @@ class WalWriter:
                     continue
                 # `trial` is never changed after this (the next entry signs a copy)
                 vclock = entry.vclock = trial
+                entry.encoded = encoded
                 chunks.append(data)
                 buffered += len(data)
                 if FIXHEADER_SIZE + buffered >= AUTOCOMMIT_THRESHOLD:

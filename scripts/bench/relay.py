@@ -1,7 +1,7 @@
 """CPU per row of the master's relay, in one process.
 
     .venv/bin/python scripts/bench/relay.py [--rows N] [--per-txn K ...] [--repeat R]
-        [--modes files|tail ...] [--behind SHARE] [--profile]
+        [--modes files|tail ...] [--behind SHARE] [--sync N] [--profile]
 
 A WAL of N INSERT rows (K per transaction, bodies as box writes them for
 `box.space.t:insert{k}`) is written with the WAL writer; then a relay streams all of
@@ -10,9 +10,10 @@ behind (`files`: xlog blocks read and decoded in the helper thread, rows filtere
 framed) and for one that is close behind (`tail`: the in-memory tail of recent rows).
 Reported: process CPU time (time.process_time: every thread) per row sent, the best of
 R runs. `--behind 0.5`: the replica has the first half already (as after a reconnect:
-the relay reads past those rows of the file first). `--profile` prints a cProfile of
-one run of each part (with the file blocks read in a helper thread, whose time it
-does not see).
+the relay reads past those rows of the file first). `--sync 5`: the rows carry that sync,
+as they do for a replica's SUBSCRIBE (0, the default: framed without one).
+`--profile` prints a cProfile of one run of each part (with the file blocks read in a
+helper thread, whose time it does not see).
 """
 from __future__ import annotations
 
@@ -49,11 +50,11 @@ def write_wal(sched, wal, rows: int, per_txn: int) -> None:
         key += per_txn
 
 
-def stream_all(box, start: VClock) -> int:
+def stream_all(box, start: VClock, sync: int = 0) -> int:
     """A relay of a replica at `start` until it has sent everything; rows sent."""
     sched = box.sched
     replica = Replica(REPLICA_UUID, 2)
-    relay = relay_module.Relay(sched, box, replica, Stream(), 0)
+    relay = relay_module.Relay(sched, box, replica, Stream(), sync)
     relay.local_vclock_at_subscribe = box.wal.vclock.copy()
     relay.cursor = relay_module.relay_cursor(box, start, relay.sync)
     try:
@@ -65,7 +66,7 @@ def stream_all(box, start: VClock) -> int:
 
 
 def measure(rows: int, per_txn: int, mode: str, repeat: int, profile: bool,
-            behind: float = 1.0) -> float:
+            behind: float = 1.0, sync: int = 0) -> float:
     best = float("inf")
     with tempfile.TemporaryDirectory() as tmp:
         sched = Scheduler()
@@ -84,12 +85,12 @@ def measure(rows: int, per_txn: int, mode: str, repeat: int, profile: bool,
                 start_vclock = VClock({1: rows - lacking})
                 for _ in range(repeat):
                     start = time.process_time()
-                    sent = stream_all(box, start_vclock)
+                    sent = stream_all(box, start_vclock, sync)
                     best = min(best, (time.process_time() - start) / sent)
                     assert sent == lacking, (sent, lacking)
                 if profile:
                     prof = cProfile.Profile()
-                    prof.runcall(stream_all, box, start_vclock)
+                    prof.runcall(stream_all, box, start_vclock, sync)
                     pstats.Stats(prof).sort_stats("tottime").print_stats(14)
             finally:
                 wal.stop()
@@ -111,11 +112,15 @@ def main() -> None:
     parser.add_argument("--behind", type=float, default=1.0,
                         help="the share of the rows the replica lacks (it has the first "
                              "ones; the relay reads past those in the file)")
+    parser.add_argument("--sync", type=int, default=0,
+                        help="the SUBSCRIBE's sync, which every row sent carries (a "
+                             "replica sends a nonzero one)")
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     for per_txn in args.per_txn:
         for mode in args.modes:
-            cost = measure(args.rows, per_txn, mode, args.repeat, args.profile, args.behind)
+            cost = measure(args.rows, per_txn, mode, args.repeat, args.profile, args.behind,
+                           args.sync)
             print(f"relay from {mode:5}, {per_txn:3} row(s)/txn: "
                   f"{cost * 1e6:6.2f} µs CPU/row")
 

@@ -33,8 +33,9 @@ def test_three_node_full_mesh_bootstraps_and_converges(tmp_path):
                      f"{node.name} to follow its peers")
         leader = next(node for node in nodes if not node.info("ro"))
         leader.eval(SPACE)
-        wait_for(lambda: all(n.eval("return box.space.t ~= nil") for n in nodes), 20,
-                 "the space everywhere")
+        # the space and its index are two transactions: wait for the second
+        wait_for(lambda: all(n.eval("return box.space.t ~= nil and box.space.t.index.pk ~= nil")
+                             for n in nodes), 20, "the space everywhere")
         # master-master: every node writes its own keys
         for i, node in enumerate(nodes):
             node.eval("for k = 1, 20 do box.space.t:insert{%d * 100 + k} end" % (i + 1))

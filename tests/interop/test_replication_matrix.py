@@ -34,8 +34,9 @@ def test_master_master_pair_bootstraps_and_converges(tmp_path, tarantool_uuid, s
         wait_for(lambda: ours.upstream_status(ids["tarantool"]) == "follow", 30,
                  "spindle to follow tarantool")
         leader.eval(SPACE)
-        wait_for(lambda: all(n.eval("return box.space.t ~= nil") for n in (real, ours)), 20,
-                 "the space on both")
+        # the space and its index are two transactions: wait for the second
+        wait_for(lambda: all(n.eval("return box.space.t ~= nil and box.space.t.index.pk ~= nil")
+                             for n in (real, ours)), 20, "the space on both")
         real.eval("for k = 1, 30 do box.space.t:insert{k, 'tarantool'} end")
         ours.eval("for k = 101, 130 do box.space.t:insert{k, 'spindle'} end")
         real.eval("box.begin() for k = 31, 40 do box.space.t:insert{k} end box.commit()")

@@ -1,0 +1,324 @@
+"""The relay's per-transaction savings on a master with replicas attached:
+
+* the WAL hands each row's bytes as written to the in-memory tail, and the relay
+  frames them with its sync instead of encoding the rows again (the bytes must be
+  those of the general path, whatever the rows);
+* rows written soon after a send wait for the rest of COALESCE_WINDOW (not while
+  synchronous transactions are pending);
+* the ACKs read from the socket together are processed as their newest one.
+"""
+from __future__ import annotations
+
+import pytest
+
+from spindle.core.iproto.constants import IprotoType
+from spindle.core.iproto.errors import ClientError
+from spindle.core.iproto.replication import encode_vclock_row
+from spindle.core.iproto.xrow import XRow, encode_dml_body, synchro_row
+from spindle.core.replication import relay as relay_module
+from spindle.core.replication.relay import (
+    Relay, relay_filter_tx, relay_hold_back, relay_process_acks, relay_tx_frames,
+)
+from spindle.core.replication.replica import Replica
+from spindle.core.replication.wal_cursor import WalCursor
+from spindle.core.replication.wal_tail import WalTail
+from spindle.core.replication.wire_tx import WireRun, WireTx, frame_rows, plain_tx
+from spindle.core.vclock import VClock
+from spindle.core.xlog.format import decode_file, encode_row
+
+from .test_relay_wire import (
+    TS, Box, FileWal, Stream, both_paths, insert, local, tx,
+)
+from .test_wal_writer import make_writer  # noqa: F401 - a fixture
+
+REPLICA_UUID = "22222222-2222-4222-8222-222222222222"
+ODD = XRow(type=IprotoType.DELETE, replica_id=31, lsn=1, timestamp=0.0,
+           body=encode_dml_body(IprotoType.DELETE, 512, key=[1]))
+BIG = insert(1, 40, key=1, timestamp=TS)
+BIG.body = encode_dml_body(IprotoType.INSERT, 512, tuple=[1, "x" * 5000])
+
+
+# ----------------------------------------------------------------- framing
+
+@pytest.mark.parametrize("sync", [0, 5, 300, 70000, 1 << 40])
+@pytest.mark.parametrize("rows", [
+    tx(1, 1, 1), tx(1, 2, 3), tx(1, 200, 130), [BIG], [ODD], [local(0, 1)],
+    [local(1, 5, tsn=4)], [XRow(type=IprotoType.NOP, replica_id=1, lsn=6, timestamp=TS)],
+    [synchro_row(IprotoType.CONFIRM, 1, 3, replica_id=1, lsn=7, timestamp=TS)],
+], ids=["one", "three", "many", "big", "odd", "local", "local-tsn", "nop", "confirm"])
+def test_framed_wal_bytes_are_the_re_encoded_rows(rows, sync):
+    assert frame_rows([encode_row(row) for row in rows], sync) == \
+        b"".join(row.encode_frame(sync) for row in rows)
+
+
+def test_plain_transactions_are_one_ids_growing_lsns_without_local_rows():
+    assert plain_tx(tx(1, 1, 1)) and plain_tx(tx(2, 7, 4))
+    assert not plain_tx([local(0, 1)])                        # replica id 0
+    assert not plain_tx([insert(1, 4, tsn=4, is_commit=False), local(1, 5, tsn=4)])
+    assert not plain_tx([insert(1, 4, tsn=4, is_commit=False), insert(2, 1, tsn=4)])
+    assert not plain_tx([insert(1, 5, tsn=5, is_commit=False), insert(1, 4, tsn=5)])
+    assert not plain_tx([XRow(type=0x80, replica_id=1, lsn=3, timestamp=TS)])
+
+
+# ------------------------------------------------------- the tail's bytes
+
+@pytest.fixture
+def encoded_tail(monkeypatch):
+    """Tail batches appended as the WalWriter hands them over: with each row's
+    bytes as written."""
+    append = WalTail.append
+
+    def append_encoded(self, rows, vclock_after, encoded=None):
+        append(self, rows, vclock_after, [encode_row(row) for row in rows])
+    monkeypatch.setattr(WalTail, "append", append_encoded)
+
+
+BATCHES = [
+    (tx(1, 1, 3) + tx(1, 4, 1) + tx(1, 5, 2), VClock({1: 6})),
+    ([local(0, 1), insert(2, 1)], VClock({0: 1, 1: 6, 2: 1})),
+    ([insert(1, 7, tsn=7, is_commit=False), local(1, 8, tsn=7)], VClock({0: 1, 1: 8, 2: 1})),
+    ([ODD, XRow(type=IprotoType.NOP, replica_id=1, lsn=9, timestamp=TS)],
+     VClock({0: 1, 1: 9, 2: 1, 31: 1})),
+    (tx(2, 2, 3) + tx(1, 10, 1) + [BIG], VClock({0: 1, 1: 40, 2: 4, 31: 1})),
+    ([synchro_row(IprotoType.CONFIRM, 1, 3, replica_id=1, lsn=41, timestamp=TS)],
+     VClock({0: 1, 1: 41, 2: 4, 31: 1})),
+]
+
+
+@pytest.mark.parametrize("sync", [0, 9, 100000])
+@pytest.mark.parametrize("start", [{}, {1: 2}, {1: 5, 2: 3}, {1: 10, 2: 4}])
+def test_tail_rows_sent_from_their_wal_bytes_are_those_of_the_general_path(
+        run, sched, tmp_path, encoded_tail, sync, start):
+    wal = FileWal(tmp_path, VClock())
+
+    def main():
+        for kwargs in ({}, {"subscriber_id": 2, "at_subscribe": VClock({1: 41, 2: 3}),
+                            "id_filter": {31}},
+                       {"subscriber_id": 2, "at_subscribe": VClock({1: 41}),
+                        "id_filter": {1}}):
+            sent = both_paths(sched, wal, VClock(start), sync=sync, tail_batches=BATCHES,
+                              **kwargs)
+            assert sent
+    run(main)
+
+
+def test_plain_tail_transactions_come_as_wire_txs(run, sched, tmp_path, encoded_tail):
+    wal = FileWal(tmp_path, VClock())
+
+    def main():
+        tail = WalTail(sched, wal)
+        for rows, vclock_after in BATCHES[:2]:
+            tail.append(rows, vclock_after)
+        # {1: 2}: the cursor has part of the first transaction
+        cursor = WalCursor(wal, tail, VClock({1: 2}), wire_sync=7)
+        txs = cursor.read()
+        # the transactions of one id in a row (and across batches) as one WireTx
+        assert [type(one) for one in txs] == [list, WireTx, list, WireTx]
+        assert [row.lsn for row in txs[0]] == [3]
+        run = tx(1, 4, 1) + tx(1, 5, 2)
+        assert (txs[1].replica_id, txs[1].first_lsn, txs[1].lsn, txs[1].count) == (1, 4, 6, 3)
+        assert txs[1].rows() == run
+        assert txs[1].frames == b"".join(row.encode_frame(7) for row in run)
+        assert cursor.vclock == VClock({0: 1, 1: 6, 2: 1})
+        tail.detach()
+    run(main)
+
+
+def test_the_wal_hands_over_the_bytes_it_wrote(run, make_writer, tmp_path):  # noqa: F811
+    writer = make_writer({1: 1})
+    seen = []
+    writer.on_write_encoded.append(lambda rows, encoded: seen.append((list(rows), encoded)))
+
+    def main():
+        writer.write([insert(1, 0, key=1), insert(1, 0, key=2)])
+        writer.write([insert(1, 0, key=3)])
+    run(main)
+    writer.stop()
+    assert [[row.lsn for row in rows] for rows, _ in seen] == [[2, 3], [4]]
+    assert all(encoded == [encode_row(row) for row in rows] for rows, encoded in seen)
+    stored = b"".join(encode_row(row) for row in decode_file(
+        (tmp_path / "00000000000000000001.xlog").read_bytes()).rows)
+    assert stored == b"".join(b"".join(encoded) for _, encoded in seen)
+
+
+def test_without_a_file_the_wal_hands_over_no_bytes(run, make_writer):  # noqa: F811
+    writer = make_writer({1: 1}, mode="none")
+    seen = []
+    writer.on_write_encoded.append(lambda rows, encoded: seen.append(encoded))
+    run(lambda: writer.write([insert(1, 0, key=1)]))
+    assert seen == [None]
+
+
+RUN = [tx(1, 1, 3), tx(1, 4, 1), tx(1, 5, 2), tx(1, 7, 1)]
+
+
+@pytest.mark.parametrize("limit", [0, 1, 3, 4, 5, 7, 9])
+@pytest.mark.parametrize("subscriber", [False, True])
+def test_filters_leave_of_a_run_what_they_leave_of_its_transactions(sched, tmp_path,
+                                                                    limit, subscriber):
+    """A stop vclock (final join), or the subscriber's own rows past what the master
+    had at SUBSCRIBE, cutting a run anywhere."""
+    relay = make_relay(sched, tmp_path, replica_id=1, sync=4)
+    relay.local_vclock_at_subscribe = VClock({1: limit})
+    stop = None if subscriber else VClock({1: limit})
+    run, out = WireRun(4), []
+    for one in RUN:
+        run.add(one, [encode_row(row) for row in one], out)
+    run.flush(out)
+    assert len(out) == 1
+    sent = relay_tx_frames(relay, out[0], subscriber, stop)
+    expected = b""
+    for one in RUN:      # the general path, transaction by transaction
+        if subscriber:
+            kept = relay_filter_tx(one, subscriber_id=1,
+                                   local_vclock_at_subscribe=VClock({1: limit}))
+        else:
+            kept = relay_filter_tx([row for row in one if row.lsn <= limit])
+        expected += b"".join(row.encode_frame(4) for row in kept)
+    assert sent == expected
+    assert relay.rows_sent == min(limit, 7)
+    assert [entry[1] for entry in relay._unacked] == ([min(limit, 7)] if limit else [])
+    relay.cursor.tail.detach()
+
+
+# ------------------------------------------------------------- holding back
+
+def test_a_hold_ends_early_only_for_an_urgent_batch(run, sched, tmp_path, clock):
+    wal = FileWal(tmp_path, VClock())
+    tail = WalTail(sched, wal)
+    urgent = []
+    tail.urgent = urgent.__len__
+    woke = []
+
+    def holder():
+        start = clock()
+        tail.hold(0.5)
+        woke.append(clock() - start)
+
+    def main():
+        sched.spawn(holder)
+        sched.yield_()
+        tail.append(tx(1, 1, 1), VClock({1: 1}))
+        sched.yield_()
+        assert not woke and tail.urgent_seq == -1
+        sched.sleep(0.6)
+        assert woke == [0.5]
+        sched.spawn(holder)
+        sched.yield_()
+        urgent.append(True)
+        tail.append(tx(1, 2, 1), VClock({1: 2}))
+        sched.yield_()
+        assert woke == [0.5, 0.0] and tail.urgent_seq == 1
+        tail.detach()
+    run(main)
+
+
+class Limbo:
+    def __init__(self):
+        self.queue = []
+
+
+def make_relay(sched, tmp_path, limbo=None, *, replica_id=2, sync=0) -> Relay:
+    wal = FileWal(tmp_path, VClock())
+    box = Box(sched, wal)
+    box.limbo = limbo
+    relay = Relay(sched, box, Replica(REPLICA_UUID, replica_id), Stream(), sync)
+    relay.cursor = relay_module.relay_cursor(box, VClock(), sync)
+    return relay
+
+
+@pytest.mark.parametrize("since_send, pending, held", [
+    (0.0001, False, relay_module.COALESCE_WINDOW - 0.0001),
+    # written while synchronous transactions were pending (a sync transaction waits
+    # for its quorum; a CONFIRM: the limbo is empty once the relay looks)
+    (0.0001, True, 0.0),
+    (relay_module.COALESCE_WINDOW, False, 0.0),  # a trickle goes out at once
+])
+def test_rows_soon_after_a_send_wait_for_the_window(run, sched, tmp_path, clock,
+                                                    since_send, pending, held):
+    limbo = Limbo()
+    relay = make_relay(sched, tmp_path, limbo)
+
+    def main():
+        limbo.queue += ["entry"] if pending else []
+        relay.cursor.tail.append(tx(1, 1, 1), VClock({1: 1}))
+        limbo.queue.clear()
+        relay.last_row_time = clock() - since_send
+        start = clock()
+        assert relay_hold_back(relay) == bool(held)
+        assert clock() - start == pytest.approx(held)
+        relay.cursor.tail.detach()
+    run(main)
+
+
+def test_a_cursor_reading_files_never_holds(sched, tmp_path):
+    wal = FileWal(tmp_path, VClock({1: 5}))
+    tail = WalTail(sched, wal)
+    cursor = WalCursor(wal, tail, VClock(), wire_sync=0)
+    assert cursor.mode == "files" and cursor.urgent_unread()
+    tail.detach()
+
+
+def test_a_sync_transaction_written_while_holding_ends_the_hold(run, sched, tmp_path,
+                                                               clock):
+    limbo = Limbo()
+    relay = make_relay(sched, tmp_path, limbo)
+    held = []
+
+    def holder():
+        start = clock()
+        relay_hold_back(relay)
+        held.append(clock() - start)
+
+    def main():
+        relay.last_row_time = clock()
+        sched.spawn(holder)
+        sched.yield_()
+        limbo.queue.append("entry")
+        relay.cursor.tail.append(tx(1, 1, 1), VClock({1: 1}))
+        sched.yield_()
+        assert held == [0.0]
+        relay.cursor.tail.detach()
+    run(main)
+
+
+# ------------------------------------------------------------------- ACKs
+
+class BufferedReader:
+    def __init__(self, packets):
+        self.packets = list(packets)
+
+    def next_buffered(self):
+        return self.packets.pop(0) if self.packets else None
+
+
+def ack(vclock: dict) -> bytes:
+    return encode_vclock_row(VClock(vclock)).encode(0)
+
+
+class ReplicaSet:
+    def __init__(self):
+        self.acks = []
+        self.on_relay_ack = [lambda replica, vclock: self.acks.append(vclock.to_dict())]
+
+
+def test_buffered_acks_are_processed_as_the_newest(sched, tmp_path):
+    relay = make_relay(sched, tmp_path)
+    relay.box.replicaset = ReplicaSet()
+    relay.stream.reader = BufferedReader([ack({1: 5}), ack({1: 9})])
+    relay.note_sent(1, 3, TS)
+    relay.note_sent(1, 9, TS)
+    relay_process_acks(relay, VClock({1: 2}))
+    assert relay.box.replicaset.acks == [{1: 9}]
+    assert relay.vclock == VClock({1: 9}) and not relay._unacked
+    relay.cursor.tail.detach()
+
+
+def test_a_bad_packet_after_acks_stops_after_they_are_processed(sched, tmp_path):
+    relay = make_relay(sched, tmp_path)
+    relay.box.replicaset = ReplicaSet()
+    relay.stream.reader = BufferedReader([ack({1: 5}), b"\x81\x00\xc1"])
+    with pytest.raises(ClientError):
+        relay_process_acks(relay, VClock({1: 2}))
+    assert relay.box.replicaset.acks == [{1: 5}]
+    relay.cursor.tail.detach()
