@@ -240,7 +240,7 @@ def _walk_block(buf, pos, end, ints, ts, commit, r):
             elif key == 8:
                 diff = value                     # >= 2**63 wraps to negative, as 2.6.0 means it
                 has_diff = True
-            elif vkind == 1 and key != 8 and (key == 0 or key == 2 or key == 3 or key == 7 or key == 9):
+            elif vkind == 1 and (key == 0 or key == 2 or key == 3 or key == 7 or key == 9):
                 return UNSUPPORTED, r
             elif key == 0:
                 rtype = value
