@@ -1,9 +1,11 @@
 """One .xlog/.snap file (or a block range of it) -> Arrow record batches. No pyspark.
 
-The block layer (fixheaders, CRC, zstd) is core/xlog/format.py's; rows are
-walked here with one C MsgPack unpacker per block instead of building XRow
-objects, which is ~3x faster and is where the time of a scan goes. Values of
-key / tuple / ops are sliced out as the exact MsgPack bytes the file holds.
+The block layer (fixheaders, CRC, zstd) is core/xlog/format.py's. Rows are
+walked by the compiled walker (walker.py, through walked.py) into NumPy arrays,
+groups of blocks at a time; `iter_rows` below is the general Python walker it
+falls back to for blocks it refuses (and that the planner and the streaming
+source use). Values of key / tuple / ops are the exact MsgPack bytes the file
+holds; only the columns asked for are built.
 
 Rules (reference/xlog.md §5, as 2.6.0 reads files):
 * a partial block at the end of a file (torn tail) ends the data; so does the
