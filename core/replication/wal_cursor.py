@@ -20,7 +20,10 @@ cursor goes back to the files from its vclock.
 
 With `wire_sync` set (the relay's cursors), transactions read from files come as
 `WireTx` (wire_tx.py): their rows framed for the wire as stored, with that sync, and
-only blocks with rows outside that form are decoded into XRows. Transactions of the
+only blocks with rows outside that form are decoded into XRows; blocks read one after
+another (up to GROUP_BYTES) are scanned as one payload and consecutive transactions of
+one replica id come as one WireTx, so a file of one-row transactions, one block each,
+costs little per row. Transactions of the
 tail come framed from the bytes the WAL wrote, a run of one replica id's plain
 transactions as one WireTx (wire_tx.WireRun). A helper-thread call reads blocks for
 up to READ_BUDGET, so small blocks (one per transaction when every commit waits for
@@ -45,6 +48,7 @@ from .wire_tx import NotForwardable, WireRun, WireTx, decode_tail, plain_tx, sca
 READ_CHUNK = 128 * 1024        # bytes read from a file at a time (a block is ~128 KiB)
 TAIL_ROWS_PER_READ = 4096      # rows handed out of the tail per call
 READ_BUDGET = 0.005            # seconds of file reading per call (then "call again")
+GROUP_BYTES = 64 * 1024        # block payloads scanned together (wire_tx.scan_block)
 
 Transaction = list[XRow] | WireTx
 
@@ -249,25 +253,63 @@ class WalCursor:
                 for replica_id, lsn in self.vclock.items() if replica_id}
 
     def _read_blocks(self, covered: dict[int, int]) -> list:
-        """Runs in the helper thread: blocks for up to READ_BUDGET."""
-        prepared = []
+        """Runs in the helper thread: blocks for up to READ_BUDGET, prepared
+        (`_prepare_group`) up to GROUP_BYTES of payload at a time."""
+        prepared: list = []
         deadline = time.monotonic() + READ_BUDGET
         open_tx = bool(self._pending)       # the next block may end a transaction
+        group: list = []
+        size = 0
+        error = None
         try:
             for block in self._blocks:
-                item = self._prepare(block, covered, open_tx)
-                prepared.append(item)
-                if isinstance(item, list):
-                    open_tx = True          # may be: scan_block never saw these rows
-                else:
-                    open_tx = bool(item[1]) or (open_tx and not block.data)
-                if time.monotonic() > deadline:
+                group.append(block)
+                size += len(block.data)
+                out_of_time = time.monotonic() > deadline
+                if size >= GROUP_BYTES or out_of_time:
+                    group, size, open_tx = [], 0, self._prepare_group(group, covered,
+                                                                      open_tx, prepared)
+                if out_of_time:
                     break
-        except Exception as exc:   # noqa: BLE001 - raised in order by the next call
+        except Exception as exc:   # noqa: BLE001 - raised in order, below
+            error = exc
+        try:
+            if group:
+                self._prepare_group(group, covered, open_tx, prepared)
+        except Exception as exc:   # noqa: BLE001 - a row before the block that failed
+            error = exc
+        if error is not None:
             if not prepared:
-                raise
-            self._deferred_error = exc
+                raise error
+            self._deferred_error = error    # raised by the next call
         return prepared
+
+    def _prepare_group(self, group: list, covered: dict[int, int], open_tx: bool,
+                       prepared: list) -> bool:
+        """Prepare blocks read one after another into `prepared`; returns whether a
+        transaction may be left open after them. Small blocks (one per transaction
+        when every commit waited for the WAL) are scanned as one payload, their
+        transactions joined into runs; a group scan_block refuses goes block by
+        block, as its errors would."""
+        if len(group) > 1 and self._wire_sync is not None:
+            payload = b"".join([block.data for block in group])
+            try:
+                txs, rest = scan_block(payload, self._wire_sync, covered=covered,
+                                       keep_first=open_tx, runs=True)
+            except NotForwardable:
+                pass
+            else:
+                tail = decode_tail(payload, rest)
+                prepared.append((txs, tail))
+                return bool(tail) or (open_tx and not payload)
+        for block in group:
+            item = self._prepare(block, covered, open_tx)
+            prepared.append(item)
+            if isinstance(item, list):
+                open_tx = True          # may be: scan_block never saw these rows
+            else:
+                open_tx = bool(item[1]) or (open_tx and not block.data)
+        return open_tx
 
     def _prepare(self, block, covered: dict[int, int], open_tx: bool
                  ) -> list[XRow] | tuple[list[WireTx], list[XRow]]:
@@ -318,8 +360,8 @@ class WalCursor:
             self._pending += rest
             return False
         if self._pending:
-            pending, self._pending = self._pending, []
-            if self._take_tx(pending + txs[0].rows(), out):
+            # ends the open transaction (and may be a run of more after it)
+            if self._take_rows(txs[0].rows(), out):
                 return True
             txs = txs[1:]
         vclock, written = self.vclock, self.wal.vclock
@@ -336,7 +378,7 @@ class WalCursor:
             if have >= tx.lsn:
                 continue                        # the cursor has all of it
             if have >= tx.first_lsn:            # some of it: drop those
-                self._take_tx(tx.rows(), out)
+                self._take_rows(tx.rows(), out)
                 continue
             vclock.reset(replica_id, tx.lsn)
             out.append(tx)

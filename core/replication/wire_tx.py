@@ -162,7 +162,7 @@ class NotForwardable(Exception):
 
 
 def scan_block(payload: bytes, sync: int = 0, *, covered: dict[int, int] | None = None,
-               keep_first: bool = False) -> tuple[list[WireTx], int]:
+               keep_first: bool = False, runs: bool = False) -> tuple[list[WireTx], int]:
     """The whole transactions of a block payload, framed with `sync` in their headers,
     and the offset where a transaction the block does not finish begins (len(payload)
     when there is none). NotForwardable when any row is not in the forwardable form
@@ -171,21 +171,23 @@ def scan_block(payload: bytes, sync: int = 0, *, covered: dict[int, int] | None 
     `covered` ({replica id: LSN}): a transaction of one id's rows that are all at or
     below its LSN there is left out (not even framed) — the cursor would drop it.
     `keep_first`: never the first one (it may end a transaction an earlier block
-    began)."""
+    began). `runs`: consecutive transactions of one replica id with growing LSNs
+    come as one WireTx (as WireRun makes them of the tail): a file of one-row
+    transactions is then framed and handed on in a few pieces, not one per row."""
     try:
-        return _scan(payload, sync, covered or {}, keep_first)
+        return _scan(payload, sync, covered or {}, keep_first, runs)
     except (IndexError, struct.error, ValueError, msgpack.UnpackException) as exc:
         raise NotForwardable() from exc
 
 
-def _scan(payload: bytes, sync: int, covered: dict[int, int],
-          keep_first: bool) -> tuple[list[WireTx], int]:
+def _scan(payload: bytes, sync: int, covered: dict[int, int], keep_first: bool,
+          runs: bool) -> tuple[list[WireTx], int]:
     end = len(payload)
     unpacker = msgpack.Unpacker(max_buffer_size=max(end, 1))
     unpacker.feed(payload)
     read_bytes, skip, tell = unpacker.read_bytes, unpacker.skip, unpacker.tell
     match = _FORWARDABLE_HEADER.match
-    txs: list[WireTx] = []
+    found: list[_Found] = []
     starts: list[int] = []          # where the rows of the open transaction begin
     tx_start = pos = 0
     replica = first_lsn = last_lsn = b""
@@ -215,12 +217,48 @@ def _scan(payload: bytes, sync: int, covered: dict[int, int],
         if not (replica_id and tx_lsn <= covered.get(replica_id, 0)
                 and (tx_start or not keep_first)):
             timestamp = _unpack_double(payload, header.end(5) + _TIMESTAMP_AFTER_LSN)[0]
-            txs.append(WireTx(replica_id, _uint_value(first_lsn), tx_lsn, timestamp,
-                              len(starts), _frames(payload, starts, pos, sync),
-                              payload, tx_start, pos))
-        starts.clear()
+            found.append(_Found(replica_id, _uint_value(first_lsn), tx_lsn, timestamp,
+                                starts, tx_start, pos))
+        starts = []
         tx_start = pos
-    return txs, tx_start
+    if runs:
+        found = _join_runs(found)
+    return [WireTx(one.replica_id, one.first_lsn, one.lsn, one.timestamp, len(one.starts),
+                   _frames(payload, one.starts, one.end, sync), payload, one.start, one.end)
+            for one in found], tx_start
+
+
+class _Found:
+    """A transaction (or a run of them) _scan found: its rows begin at `starts`,
+    it spans payload[start:end]."""
+
+    __slots__ = ("replica_id", "first_lsn", "lsn", "timestamp", "starts", "start", "end")
+
+    def __init__(self, replica_id: int, first_lsn: int, lsn: int, timestamp: float,
+                 starts: list[int], start: int, end: int):
+        self.replica_id = replica_id
+        self.first_lsn = first_lsn
+        self.lsn = lsn
+        self.timestamp = timestamp
+        self.starts = starts
+        self.start = start
+        self.end = end
+
+
+def _join_runs(found: list[_Found]) -> list[_Found]:
+    """Adjacent transactions of one replica id, next to each other in the payload
+    and with growing LSNs, as one."""
+    out: list[_Found] = []
+    run = None
+    for tx in found:
+        if (run is not None and tx.replica_id and tx.replica_id == run.replica_id
+                and tx.start == run.end and tx.first_lsn > run.lsn):
+            run.starts += tx.starts
+            run.lsn, run.timestamp, run.end = tx.lsn, tx.timestamp, tx.end
+            continue
+        run = tx
+        out.append(run)
+    return out
 
 
 _FRAME_HEADS = [_pack_frame_head(0xCE, size) for size in range(4096)]   # the usual sizes

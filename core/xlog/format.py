@@ -16,6 +16,7 @@ Outcomes of decoding, which recovery must tell apart:
 """
 from __future__ import annotations
 
+import re
 import struct
 import threading
 import uuid as uuid_module
@@ -420,6 +421,37 @@ class Block:
         return self.fixheader.compressed
 
 
+# A fixheader as writers make it: a magic, three MsgPack uints, then nothing or a str
+# (zero bytes) as padding. Checked in one match; any other form (or anything wrong)
+# goes through decode_fixheader's field-by-field rules and their errors.
+_UINT_FIELD = rb"([\x00-\x7f]|\xcc.|\xcd..|\xce....|\xcf.{8})"
+_USUAL_FIXHEADER = re.compile(
+    rb"(" + re.escape(ROW_MARKER_BYTES) + rb"|" + re.escape(ZROW_MARKER_BYTES) + rb")"
+    + _UINT_FIELD * 3 + rb"([\xa0-\xbf])?", re.S)
+
+
+def _uint_field(encoded: bytes) -> int:
+    return encoded[0] if len(encoded) == 1 else int.from_bytes(encoded[1:], "big")
+
+
+def _usual_fixheader(head: bytes) -> Fixheader | None:
+    """The fixheader `head` (19 bytes) in the usual form, else None."""
+    match = _USUAL_FIXHEADER.match(head)
+    if match is None:
+        return None
+    magic, length, crc32p, crc32c, padding = match.groups()
+    if padding is None:
+        if match.end() != FIXHEADER_SIZE:
+            return None
+    elif padding[0] & 0x1F != FIXHEADER_SIZE - match.end():
+        return None
+    length = _uint_field(length)
+    if length > IPROTO_BODY_LEN_MAX:
+        return None
+    return Fixheader(ROW_MARKER if magic == ROW_MARKER_BYTES else ZROW_MARKER, length,
+                     _uint_field(crc32p), _uint_field(crc32c))
+
+
 def decode_fixheader(buf: bytes | bytearray, pos: int = 0, *,
                      base_offset: int = 0) -> Fixheader | NeedMore:
     """Decode the fixheader at `pos` with xlog_fixheader_decode()'s rules.
@@ -432,6 +464,9 @@ def decode_fixheader(buf: bytes | bytearray, pos: int = 0, *,
     if available < FIXHEADER_SIZE:
         return NeedMore(offset, available, FIXHEADER_SIZE)
     head = bytes(buf[pos:pos + FIXHEADER_SIZE])
+    fast = _usual_fixheader(head)
+    if fast is not None:
+        return fast
     magic = struct.unpack_from(">I", head)[0]
     if magic not in (ROW_MARKER, ZROW_MARKER):
         raise CorruptBlock(offset, f"invalid magic: 0x{magic:08x}")

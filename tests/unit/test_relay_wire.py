@@ -15,6 +15,7 @@ from spindle.core.iproto.errors import ClientError
 from spindle.core.iproto.xrow import XRow, encode_dml_body, encode_header, synchro_row
 from spindle.core.replication.relay import Relay, relay_filter_tx, relay_send_ready
 from spindle.core.replication.replica import Replica
+from spindle.core.replication import wal_cursor
 from spindle.core.replication.wal_cursor import WalCursor
 from spindle.core.replication.wal_tail import WalTail
 from spindle.core.replication.wire_tx import NotForwardable, WireTx, scan_block
@@ -69,6 +70,87 @@ def test_scanned_frames_are_the_re_encoded_rows(sync):
     assert [(t.replica_id, t.first_lsn, t.lsn, t.count) for t in txs][:4] == [
         (1, 1, 1, 1), (1, 2, 4, 3), (1, 200, 201, 2), (1, 70000, 70129, 130)]
     assert txs[-1].timestamp == TS
+
+
+def test_runs_join_adjacent_transactions_of_one_id_and_frame_the_same_bytes():
+    rows = (tx(1, 1, 1) + tx(1, 2, 1) + tx(1, 3, 2) + tx(2, 1, 1) + tx(2, 2, 1)
+            + [insert(1, 9, tsn=9, is_commit=False), insert(2, 3, tsn=9)]   # mixed ids
+            + tx(1, 10, 1) + tx(1, 8, 1) + tx(1, 11, 1))                    # LSN goes back
+    payload = encode_rows(rows)
+    for sync in (0, 7, 70000):
+        single, rest = scan_block(payload, sync)
+        joined, joined_rest = scan_block(payload, sync, runs=True)
+        assert joined_rest == rest == len(payload)
+        assert b"".join(t.frames for t in joined) == b"".join(t.frames for t in single)
+        assert [r for t in joined for r in t.rows()] == rows
+        assert [(t.replica_id, t.first_lsn, t.lsn, t.count) for t in joined] == [
+            (1, 1, 4, 4), (2, 1, 2, 2), (0, 9, 3, 2), (1, 10, 10, 1), (1, 8, 11, 2)]
+    # a covered transaction left out ends a run: the rows around it are not adjacent
+    joined, _ = scan_block(encode_rows(tx(1, 1, 1) + tx(2, 1, 1) + tx(1, 2, 1)),
+                           covered={2: 1}, runs=True)
+    assert [(t.replica_id, t.first_lsn, t.lsn) for t in joined] == [(1, 1, 1), (1, 2, 2)]
+
+
+def small_blocks_wal(tmp_path, odd_block: bool = True) -> FileWal:
+    """Files of one small block per transaction, as a master whose every commit waits
+    for the WAL writes them: runs of one id, other ids between, a transaction split
+    over two blocks, local rows, a block the fast path does not take."""
+    odd = XRow(type=IprotoType.REPLACE, replica_id=1, lsn=40, timestamp=TS, sync=77,
+               body=encode_dml_body(IprotoType.REPLACE, 512, tuple=[40]))
+    blocks = [block(tx(1, lsn, 1), compress=False) for lsn in range(1, 21)]
+    blocks += [block(tx(2, 1, 1)), block(tx(2, 2, 2)), block(tx(1, 21, 3))]
+    split = tx(1, 24, 4)
+    blocks += [block(split[:2], compress=False), block(split[2:], compress=False)]
+    blocks += [block([local(0, 1)]), block(tx(1, 28, 1)), block([local(1, 29)])]
+    blocks += [block(tx(1, lsn, 1), compress=False) for lsn in range(30, 40)]
+    blocks += [encode_block(encode_header(odd, odd.sync) + odd.body) if odd_block
+               else block(tx(1, 40, 1))]
+    blocks += [block(tx(1, lsn, 1), compress=False) for lsn in range(41, 61)]
+    wal = FileWal(tmp_path, VClock({0: 1, 1: 70, 2: 3}))
+    wal.add_file(VClock(), blocks)
+    wal.add_file(VClock({0: 1, 1: 60, 2: 3}),
+                 [block(tx(1, lsn, 1), compress=False) for lsn in range(61, 71)])
+    return wal
+
+
+@pytest.mark.parametrize("odd_block", [True, False], ids=["odd-block", "all-forwardable"])
+@pytest.mark.parametrize("sync", [0, 9])
+@pytest.mark.parametrize("start", [{}, {1: 5}, {1: 25, 2: 1}, {1: 45, 2: 3}, {2: 2}])
+def test_small_blocks_scanned_together_give_the_bytes_of_the_general_path(
+        run, sched, tmp_path, monkeypatch, sync, start, odd_block):
+    """(With every block forwardable a file is scanned as one payload, its
+    transactions joined into runs: checked, so that the test covers that path.)"""
+    wal = small_blocks_wal(tmp_path, odd_block)
+    scanned = []
+
+    def spy(*args, **kwargs):
+        txs, rest = scan_block(*args, **kwargs)
+        scanned.extend(txs)
+        return txs, rest
+    monkeypatch.setattr(wal_cursor, "scan_block", spy)
+
+    def main():
+        start_vclock = VClock(start)
+        assert both_paths(sched, wal, start_vclock, sync=sync)
+        both_paths(sched, wal, start_vclock, sync=sync, subscriber_id=2,
+                   at_subscribe=VClock({1: 70, 2: 1}))
+        both_paths(sched, wal, start_vclock, sync=sync, subscriber_id=3,
+                   at_subscribe=VClock({1: 70, 2: 3}), id_filter={2})
+        assert max(one.count for one in scanned) >= 10
+    run(main)
+
+
+def test_a_damaged_block_after_small_ones_ends_the_stream_where_it_is(run, sched, tmp_path):
+    wal = FileWal(tmp_path, VClock({1: 30}))
+    good = [block(tx(1, lsn, 1), compress=False) for lsn in range(1, 11)]
+    bad = bytearray(block(tx(1, 11, 1), compress=False))
+    bad[-3] ^= 0xFF                 # the checksum no longer matches
+    wal.add_file(VClock(), good + [bytes(bad)] + good[:1])
+
+    def main():
+        sent = both_paths(sched, wal, VClock(), sync=5)
+        assert [row.lsn for row in decode_stream(sent)] == list(range(1, 11))
+    run(main)
 
 
 def test_a_transaction_left_open_by_the_block_is_not_framed():

@@ -277,6 +277,43 @@ def test_fixheader_accepts_any_padding_value():
     assert len(head) == 19 and decode_fixheader(head).crc32c == 7
 
 
+_UINT_FORMS = st.one_of(
+    st.integers(0, 0x7F).map(lambda v: bytes((v,))),
+    st.integers(0, 0xFF).map(lambda v: b"\xcc" + v.to_bytes(1, "big")),
+    st.integers(0, 0xFFFF).map(lambda v: b"\xcd" + v.to_bytes(2, "big")),
+    st.integers(0, 0xFFFFFFFF).map(lambda v: b"\xce" + v.to_bytes(4, "big")),
+    st.integers(0, 2**64 - 1).map(lambda v: b"\xcf" + v.to_bytes(8, "big")),
+    st.binary(min_size=1, max_size=3))          # not a uint at all
+
+
+@settings(max_examples=400, deadline=None)
+@given(magic=st.sampled_from([b"\xd5\xba\x0b\xab", b"\xd5\xba\x0b\xba", b"\xd5\xba\x0b\xbb"]),
+       fields=st.lists(_UINT_FORMS, min_size=3, max_size=3),
+       padding=st.one_of(st.just(b"str"), st.binary(max_size=15)))
+def test_the_usual_fixheader_fast_path_decides_as_the_field_by_field_rules(
+        magic, fields, padding):
+    from spindle.core.xlog import format as xlog_format
+
+    head = magic + b"".join(fields)
+    rest = FIXHEADER_SIZE - len(head)
+    if padding == b"str" and rest > 0:
+        head += bytes((0xA0 | (rest - 1),)) + bytes(rest - 1)
+    else:
+        head = (head + padding + bytes(FIXHEADER_SIZE))[:FIXHEADER_SIZE]
+
+    def decided(fast: bool):
+        original = xlog_format._usual_fixheader
+        if not fast:
+            xlog_format._usual_fixheader = lambda head: None
+        try:
+            return decode_fixheader(head, base_offset=7)
+        except CorruptBlock as exc:
+            return ("CorruptBlock", exc.offset, exc.reason)
+        finally:
+            xlog_format._usual_fixheader = original
+    assert decided(True) == decided(False)
+
+
 def rows_of_size(total: int, first_lsn: int = 1) -> list[XRow]:
     """One transaction of at least `total` encoded bytes (multi-statement if needed)."""
     rows, size, lsn = [], 0, first_lsn
