@@ -242,6 +242,12 @@ class XRow:
     is_commit: bool = True
     sync: int = 0
     schema_version: int = 0
+    # The row as a relay sent it (header + body) when that is byte for byte what
+    # encode_header + body give for it, TIMESTAMP aside: a replica's WAL writes it
+    # with its own TIMESTAMP instead of encoding the row again (xlog encode_row).
+    # Set by the stream decoder on a row it made; not an __init__ field, so
+    # dataclasses.replace() (a skipped conflict's NOP) never carries it over.
+    wire: bytes | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def is_local(self) -> bool:
@@ -481,25 +487,43 @@ def _relay_header(buf: bytes) -> tuple[XRow, int] | None:
             and rtype < 0x80 and replica_id < 0x80):
         return None
     lsn, pos = _decode_uint(buf, 6)
+    # encode_header writes a non-zero replica id and LSN, in the fewest bytes
+    canonical = replica_id and lsn and lsn >= _SHORTEST_FROM[pos - 6]
     if buf[pos] != 4 or buf[pos + 1] != 0xCB:
         return None
     timestamp = _unpack_double(buf, pos + 2)[0]
     pos += 10
     if extra == 0:
-        return XRow(rtype, None, replica_id, lsn, timestamp, 0, lsn, True), pos
-    if buf[pos] != 8:
-        return None
-    tsn_field, pos = _decode_uint(buf, pos + 1)
-    if tsn_field >= 1 << 63:     # the wrapped difference of a local row (see encode)
-        tsn_field -= 1 << 64
-    if extra == 1:
-        is_commit = False
-    elif buf[pos] == 9 and buf[pos + 1] < 0x80:
-        is_commit = bool(buf[pos + 1] & _COMMIT_FLAG)
-        pos += 2
+        row = XRow(rtype, None, replica_id, lsn, timestamp, 0, lsn, True)
     else:
-        return None
-    return XRow(rtype, None, replica_id, lsn, timestamp, 0, lsn - tsn_field, is_commit), pos
+        if buf[pos] != 8:
+            return None
+        tsn_start = pos + 1
+        tsn_field, pos = _decode_uint(buf, tsn_start)
+        canonical = canonical and tsn_field >= _SHORTEST_FROM0[pos - tsn_start]
+        if extra == 1:
+            is_commit = False
+        elif buf[pos] == 9 and buf[pos + 1] < 0x80:
+            flags = buf[pos + 1]
+            is_commit = bool(flags & _COMMIT_FLAG)
+            # FLAGS as encode_header writes them: COMMIT alone, on a row whose
+            # TSN field is not 0 (else the short single-row header is written)
+            canonical = canonical and flags == _COMMIT_FLAG and tsn_field
+            pos += 2
+        else:
+            return None
+        if tsn_field >= 1 << 63:     # the wrapped difference of a local row (see encode)
+            tsn_field -= 1 << 64
+        row = XRow(rtype, None, replica_id, lsn, timestamp, 0, lsn - tsn_field, is_commit)
+    if canonical:
+        row.wire = buf
+    return row, pos
+
+
+# by the size of a MsgPack uint: the smallest value written in that size (the
+# shortest encoding); _SHORTEST_FROM0 lets a 0 fixint pass
+_SHORTEST_FROM = (None, 1, 0x80, 0x100, None, 0x10000, None, None, None, 0x100000000)
+_SHORTEST_FROM0 = (None, 0) + _SHORTEST_FROM[2:]
 
 
 def _usual_header(buf: bytes) -> tuple[XRow, int]:

@@ -294,11 +294,19 @@ class FrameReader:
         if len(self._buf) - start < length:
             return None
         packet = bytes(self._buf[start:start + length])
-        self._pos = start + length
+        self.skip(start + length - self._pos)
+        return packet
+
+    def peek(self) -> tuple[bytearray, int]:
+        """The buffer and where its unread bytes start, for a reader that cuts many
+        packets at once; it then tells skip() how many bytes it took."""
+        return self._buf, self._pos
+
+    def skip(self, size: int) -> None:
+        self._pos += size
         if self._pos > 65536 and self._pos * 2 > len(self._buf):
             del self._buf[:self._pos]
             self._pos = 0
-        return packet
 
     def _wanted(self) -> int:
         """How much one recv() should ask for: readahead, or the rest of a big packet."""

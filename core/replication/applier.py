@@ -529,19 +529,24 @@ class Applier:
             counters.on_rollback.remove(on_rollback)
 
     def _read_tx(self, assembler: TxAssembler) -> list[XRow]:
-        """applier_read_tx: rows until the one that commits their transaction."""
-        timeout = self._disconnect_timeout()
-        read, clock = self._conn.read_stream_row, self.sched.clock
-        while True:
-            row, body = read(timeout)
-            if body is None and is_error_type(row.type):    # (an unpacked body: DML)
-                raise decode_error(row)
+        """applier_read_tx: rows until the one that commits their transaction. The
+        rows already buffered are taken many at a time (Connection.read_buffered):
+        transactions read ahead wait in the assembler."""
+        conn, clock = self._conn, self.sched.clock
+        tx = assembler.pop()
+        while tx is None:
+            row = conn.read_buffered(assembler)
+            if row is None:
+                row, body = conn.read_stream_row(self._disconnect_timeout())
+                if body is None and is_error_type(row.type):    # (unpacked: DML)
+                    raise decode_error(row)
+                tx = assembler.push(row, body)
+            else:
+                tx = assembler.pop()
             if row.timestamp > 0:
                 self.lag = time.time() - row.timestamp
             self.last_row_time = clock()
-            tx = assembler.push(row, body)
-            if tx is not None:
-                return tx
+        return tx
 
     def _on_commit(self, txn) -> None:
         """applier_on_commit: something was written, tell the master."""

@@ -187,8 +187,9 @@ class ReplicatedTx:
         # In the journal now: later rows up to here are duplicates. (A failed
         # write puts the vclock back, see _write_failed.)
         vclock = replicaset.applier.vclock
-        if len(rows) == 1:
-            # known_lsn() was below its LSN (checked above): no comparison needed
+        if len(rows) == 1 or _one_replica_rising(rows):
+            # known_lsn() was below the first LSN (checked above), the last is
+            # the highest: no comparison needed
             vclock.reset(last.replica_id, last.lsn)
             return True
         for row in rows:
@@ -244,11 +245,20 @@ def _apply_rows(box, txn, statements: list[Statement], rows: list[XRow],
     engine = box.engine
     spaces = engine.spaces
     unobserved_space = None     # the last space found unobserved
+    if bodies is None:
+        bodies = [None] * len(rows)
     try:
         for i, row in enumerate(rows):
             rtype = row.type
             if rtype in DML_WRITE_TYPES:
-                request = _request(row, bodies[i] if bodies is not None else None)
+                body = bodies[i]
+                if body is None:
+                    request = decode_request(row)
+                else:
+                    try:
+                        request = dml_request_from_map(body, rtype)
+                    except BoxError as exc:
+                        raise StreamError(exc) from exc
                 space = spaces.get(request.space_id)
                 if space is None:
                     space = engine.space(request.space_id)      # raises ER_NO_SUCH_SPACE
@@ -289,6 +299,17 @@ def _apply_rows(box, txn, statements: list[Statement], rows: list[XRow],
     return journal_rows, txn
 
 
+def _one_replica_rising(rows: list[XRow]) -> bool:
+    """Whether the rows are of one replica, their LSNs rising (the usual case)."""
+    replica_id = rows[0].replica_id
+    lsn = 0
+    for row in rows:
+        if row.replica_id != replica_id or row.lsn <= lsn:
+            return False
+        lsn = row.lsn
+    return True
+
+
 def _skip_conflict(rows: list[XRow], journal_rows: list[XRow], i: int,
                    exc: ClientError) -> list[XRow]:
     """replication_skip_conflict: the duplicate rows[i] is logged as a NOP with
@@ -299,17 +320,6 @@ def _skip_conflict(rows: list[XRow], journal_rows: list[XRow], i: int,
         journal_rows = list(rows)
     journal_rows[i] = dataclasses.replace(row, type=IprotoType.NOP, body=None)
     return journal_rows
-
-
-def _request(row: XRow, body: Any) -> DmlRequest:
-    """The DML request of a replicated row from its body as the reader unpacked it,
-    or from the raw body; StreamError if the body is bad."""
-    if body is None:
-        return decode_request(row)
-    try:
-        return dml_request_from_map(body, row.type)
-    except BoxError as exc:
-        raise StreamError(exc) from exc
 
 
 def _local_trigger_rows(txn) -> list[XRow]:

@@ -4,16 +4,20 @@
 StreamError when what arrived cannot be read (garbage, a broken length prefix, a row
 that does not decode) and SocketError when the connection itself is gone (EOF, reset,
 refused; with the errno box.info shows as system_message). `TxAssembler` cuts the row
-stream into transactions with applier_read_tx's checks. `BusyYield` keeps a reader
+stream into transactions with applier_read_tx's checks; the frames already buffered
+are decoded a batch at a time (take_frames, a few dozen rows ahead of the
+transaction being applied) instead of one call chain per row. `BusyYield` keeps a reader
 that never has to wait for input from holding the loop.
 """
 from __future__ import annotations
 
+import collections
 import errno as errno_module
 import ipaddress
 import os
 import selectors
 import socket
+import struct
 from typing import Any
 
 from spindle.core import log
@@ -28,6 +32,8 @@ from spindle.core.net.protocol import FrameReader, PacketError
 from .apply import StreamError
 from .replica import VCLOCK_MAX
 
+_unpack_u32 = struct.Struct(">I").unpack_from
+
 # A reader yields after this long without waiting for input. The WAL write of what
 # it applied meanwhile and the ACK for it go out at that turn, so this bounds how
 # long a master waits for the ACK of a transaction the replica has applied: with
@@ -35,6 +41,10 @@ from .replica import VCLOCK_MAX
 # one ACK per burst (scripts/bench/qsync.py: ~26k -> ~34k txn/s), for ~1% of a
 # busy replica's CPU in extra loop turns.
 BUSY_YIELD = 0.001
+# Rows a reader decodes ahead of the transaction it applies (TxAssembler.take_frames):
+# enough to save the per-call costs, few enough for the work between two BusyYield
+# checks to stay well below BUSY_YIELD.
+READ_AHEAD_ROWS = 64
 
 
 class BusyYield:
@@ -69,6 +79,8 @@ class TxAssembler:
         self.rows: list[XRow] = []
         self.bodies: list = []
         self.tsn = 0
+        # whole transactions take_frames() read ahead: (rows, bodies)
+        self.ready: collections.deque[tuple[list[XRow], list]] = collections.deque()
         # the unpacked bodies of the transaction push() returned last (None where
         # a row's body was not unpacked by the reader), row for row
         self.tx_bodies: list = []
@@ -95,6 +107,58 @@ class TxAssembler:
         tx, self.rows = self.rows, []
         self.tx_bodies, self.bodies = self.bodies, []
         return tx
+
+    def pop(self) -> list[XRow] | None:
+        """The next whole transaction take_frames() read ahead (its bodies then in
+        tx_bodies), or None."""
+        if not self.ready:
+            return None
+        tx, self.tx_bodies = self.ready.popleft()
+        return tx
+
+    def take_frames(self, buf: bytearray, pos: int) -> tuple[int, XRow | None]:
+        """push() the rows of the whole frames in `buf` from `pos` on, decoded the
+        quick way, their transactions going to `ready` (pop()); a stream's frames
+        are mostly taken this way, many at a time. Stops before a frame that is
+        incomplete, is not a DML row decode_dml_packet takes, or would make push()
+        raise: the caller reads that one the usual way, so errors come where they
+        did, and once a transaction ends READ_AHEAD_ROWS rows after the start: the
+        reader still yields in time (BusyYield). Returns the position after the
+        frames taken and the last row taken."""
+        rows, bodies, tsn = self.rows, self.bodies, self.tsn
+        ready = self.ready
+        end = len(buf)
+        row = None
+        taken_rows = 0
+        while end - pos > 5 and buf[pos] == 0xCE:      # the length prefix relays write
+            start = pos + 5
+            stop = start + _unpack_u32(buf, pos + 1)[0]
+            if stop > end:
+                break
+            quick = decode_dml_packet(bytes(buf[start:stop]), ext_hook)
+            if quick is None:
+                break
+            taken, body = quick
+            if taken.replica_id >= VCLOCK_MAX:
+                break
+            if not rows:
+                if taken.lsn != taken.tsn:
+                    break
+                tsn = taken.tsn
+            elif taken.tsn != tsn:
+                break
+            row = taken
+            rows.append(row)
+            bodies.append(body)
+            pos = stop
+            if row.is_commit:
+                ready.append((rows, bodies))
+                taken_rows += len(rows)
+                rows, bodies = [], []
+                if taken_rows >= READ_AHEAD_ROWS:
+                    break
+        self.rows, self.bodies, self.tsn = rows, bodies, tsn
+        return pos, row
 
 
 # ---------------------------------------------------------------- the connection
@@ -143,6 +207,16 @@ class Connection:
 
     def read_row(self, timeout: float | None) -> XRow:
         return self.decode(self.read_packet(timeout))
+
+    def read_buffered(self, assembler: TxAssembler) -> XRow | None:
+        """Hand the rows already buffered to `assembler` (TxAssembler.take_frames);
+        the last row it took, None when it took none."""
+        frames = self.frames
+        buf, pos = frames.peek()
+        end, row = assembler.take_frames(buf, pos)
+        if row is not None:
+            frames.skip(end - pos)
+        return row
 
     def read_stream_row(self, timeout: float | None) -> tuple[XRow, Any]:
         """The next row of a SUBSCRIBE stream and, for the usual DML rows, its body

@@ -163,7 +163,10 @@ def assign_lsn(rows: list[XRow], vclock: VClock, instance_id: int, timestamp: fl
             row.lsn = row.tsn = vclock.inc(row.replica_id)
             row.is_commit = True
             return
-    if _sign_local_tx(rows, vclock, instance_id, timestamp):
+    if rows[0].lsn:
+        if _sign_replicated_tx(rows, vclock, timestamp):
+            return
+    elif _sign_local_tx(rows, vclock, instance_id, timestamp):
         return
     tsn = 0
     first_global = 0
@@ -210,6 +213,23 @@ def _sign_local_tx(rows: list[XRow], vclock: VClock, instance_id: int,
         row.tsn = first
         row.is_commit = False
     rows[-1].is_commit = True
+    return True
+
+
+def _sign_replicated_tx(rows: list[XRow], vclock: VClock, timestamp: float) -> bool:
+    """assign_lsn() of the usual replicated transaction: every row signed by one
+    replica, the LSNs increasing past its vclock component. The rows keep their
+    header and take the write time; the component moves to the last LSN at once.
+    False, with nothing changed, for any other transaction."""
+    replica_id = rows[0].replica_id
+    lsn = vclock.get(replica_id)
+    for row in rows:
+        if row.lsn <= lsn or row.replica_id != replica_id:
+            return False
+        lsn = row.lsn
+    for row in rows:
+        row.timestamp = timestamp
+    vclock.reset(replica_id, lsn)
     return True
 
 

@@ -555,7 +555,12 @@ _SMALL_UINT = [bytes((i,)) for i in range(0x80)]
 def encode_row(row: XRow) -> bytes:
     """A row as it sits in a payload (SYNC is never written to disk): the compact
     header of xrow.encode_header, written out directly for the usual WAL row (signed,
-    of a replica id below 128, not of a local space)."""
+    of a replica id below 128, not of a local space); a replicated row is the bytes
+    it came in with its new TIMESTAMP (see XRow.wire)."""
+    wire = row.wire
+    if wire is not None and not row.group_id:      # (the wire layout has no GROUP_ID)
+        at = _WIRE_TIMESTAMP_AT[wire[6]]        # after `8x 00 tt 02 rr 03 <lsn> 04 cb`
+        return wire[:at] + _pack_double(row.timestamp) + wire[at + 8:]
     rtype, replica_id, lsn = row.type, row.replica_id, row.lsn
     if not (0 <= rtype < 0x80 and 0 < replica_id < 0x80 and lsn > 0 and row.timestamp
             and not row.group_id):
@@ -577,6 +582,11 @@ def encode_row(row: XRow) -> bytes:
                     + middle + tail)
     body = row.body
     return head if body is None else head + body
+
+
+# where a relay-layout header's TIMESTAMP value starts, by the first byte of its LSN
+_WIRE_TIMESTAMP_AT = tuple(9 if b < 0x80 else 8 + {0xCC: 2, 0xCD: 3, 0xCE: 5, 0xCF: 9}.get(b, 0)
+                           for b in range(256))
 
 
 def encode_rows(rows: Iterable[XRow]) -> bytes:

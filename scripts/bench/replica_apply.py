@@ -11,12 +11,15 @@ one, per row: frame reading, decoding, applying, the WAL writes (in tx or in the
 thread: process time counts every thread) and the ACKs. The fake master's own share
 (sending the prepared bytes, reading ACKs) is included and small.
 `--recovery`: also time the local recovery of the xlogs written (into a fresh box),
-per row. `--profile` prints a cProfile of each measured part.
+per row. `--profile` prints a cProfile of each measured part. The collector runs with
+the thresholds a server sets (shell/launcher.py), Python's defaults with
+`--gc-default`.
 """
 from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import pstats
 import statistics
 import sys
@@ -37,6 +40,7 @@ from spindle.core.iproto.constants import IprotoType  # noqa: E402
 from spindle.core.vclock import VClock  # noqa: E402
 from spindle.core.wal.recovery import _Recovery  # noqa: E402
 from spindle.core.xlog.format import XLOG  # noqa: E402
+from spindle.shell.launcher import COLLECTOR_THRESHOLDS  # noqa: E402
 
 FIRST_LSN = 15          # the capture's joined vclock is {1: 14}
 SPACE = 512             # the capture's user space (unsigned primary key)
@@ -147,8 +151,12 @@ def main() -> None:
     parser.add_argument("--recovery", action="store_true")
     parser.add_argument("--repeat", type=int, default=3,
                         help="runs of each measurement; the best and the median are shown")
+    parser.add_argument("--gc-default", action="store_true",
+                        help="Python's collector thresholds, not the server's")
     args = parser.parse_args()
     log.set_level(log.WARN)
+    if not args.gc_default:
+        gc.set_threshold(*COLLECTOR_THRESHOLDS)
     results: dict[str, list[float]] = {}
     for _ in range(args.repeat):
         for per_txn in args.per_txn:
