@@ -186,8 +186,8 @@ class VClock:
     # -- copies and forms -----------------------------------------------------
 
     def copy(self) -> VClock:
-        clone = VClock()
-        clone._lsn = dict(self._lsn)
+        clone = _new_vclock(VClock)     # no __init__: the WAL copies one per commit
+        clone._lsn = self._lsn.copy()
         return clone
 
     __copy__ = copy
@@ -307,6 +307,9 @@ class VClock:
         if pos != n:
             raise fail()
         return clock
+
+
+_new_vclock = object.__new__
 
 
 def _as_dict(clock: VClock | Mapping[int, int]) -> Mapping[int, int]:

@@ -81,8 +81,9 @@ class WalTail:
 
     def _on_write(self, rows: list[XRow], encoded: list[bytes] | None = None) -> None:
         """WalWriter.on_write(_encoded): runs in tx with the rows of one completed
-        batch; the writer's vclock is already the one after them."""
-        self.append(rows, self.wal.vclock.copy(), encoded)
+        batch; the writer's vclock is already the one after them (kept as it is:
+        the writer never changes a vclock it has handed out)."""
+        self.append(rows, self.wal.vclock, encoded)
 
     def append(self, rows: list[XRow], vclock_after: VClock,
                encoded: list[bytes] | None = None) -> None:

@@ -233,6 +233,34 @@ def _sign_replicated_tx(rows: list[XRow], vclock: VClock, timestamp: float) -> b
     return True
 
 
+def _sign_entry(entry: JournalEntry, vclock: VClock, now: float) -> bytes | None:
+    """Sign the entry's rows after `vclock` and encode them: their bytes, with
+    `entry.vclock` the vclock after them and `entry.encoded` each row's bytes.
+    `vclock` is not changed (the entry is signed on a copy, never changed after
+    this). An entry that cannot be signed gets its error and None: only it is
+    refused, it never reaches the file."""
+    trial = vclock.copy()
+    rows = entry.rows
+    try:
+        assign_lsn(rows, trial, entry.instance_id, now)
+        if len(rows) == 1:
+            data = encode_row(rows[0])
+            encoded = [data]
+        else:
+            encoded = [encode_row(row) for row in rows]
+            data = b"".join(encoded)
+    except BrokenLsn as exc:
+        entry.error = exc
+        return None
+    except ValueError as exc:
+        log.error("can't encode a journal entry: %s", exc)
+        entry.error = ClientError(ErrorCode.ER_WAL_IO)
+        return None
+    entry.vclock = trial
+    entry.encoded = encoded
+    return data
+
+
 def _run_hook(hook: Callable, *args) -> None:
     try:
         hook(*args)
@@ -458,6 +486,9 @@ class WalWriter:
         """tx: the writer thread finished a batch."""
         self.vclock = vclock
         self.batches += 1
+        if len(entries) == 1 and not failed and self._rollback_anchor is None:
+            self._complete_entry(entries[0])
+            return
         written: list[XRow] = []
         encoded: list[bytes] = []
         if failed and self._rollback_anchor is None:
@@ -486,6 +517,13 @@ class WalWriter:
         if written and (self.on_write or self.on_write_encoded):
             self._run_on_write(written, encoded)
 
+    def _complete_entry(self, entry: JournalEntry) -> None:
+        """_complete_batch of the usual batch: one entry, written or refused alone,
+        no rollback going on. The hooks get the entry's own lists (never changed)."""
+        self._finish(entry)
+        if entry.error is None and (self.on_write or self.on_write_encoded):
+            self._run_on_write(entry.rows, entry.encoded)
+
     def _finish(self, entry: JournalEntry) -> None:
         entry.done = True
         if entry.fiber is not None:
@@ -497,10 +535,13 @@ class WalWriter:
                 log.error("journal entry completion failed: %s", exc)
 
     def _run_on_write(self, rows: list[XRow], encoded: list[bytes] | None = None) -> None:
-        for hook in list(self.on_write):
-            _run_hook(hook, rows)
-        for hook in list(self.on_write_encoded):
-            _run_hook(hook, rows, encoded)
+        # (copies: a hook may remove itself)
+        if self.on_write:
+            for hook in list(self.on_write):
+                _run_hook(hook, rows)
+        if self.on_write_encoded:
+            for hook in list(self.on_write_encoded):
+                _run_hook(hook, rows, encoded)
 
     # ------------------------------------------------------------ writer thread
 
@@ -588,7 +629,9 @@ class WalWriter:
                     entry.failed_in_batch = True
         else:
             self._wal_vclock = vclock
-        return vclock.copy(), failed
+        # No copy: the writer never changes a vclock once it is the WAL's (see
+        # _write_batch), so tx may share it with the last entry's.
+        return vclock, failed
 
     def _write_batch(self, entries: list[JournalEntry]) -> VClock:
         """Write every entry of the batch or none of them; returns the new vclock."""
@@ -598,41 +641,19 @@ class WalWriter:
             log.error("failed to open the next xlog in %s: %s", self.wal_dir, exc)
             raise
         start = current.offset
-        # Never changed in place: each entry is signed on a copy (`trial`), so the
+        # Never changed in place: each entry is signed on a copy (_sign_entry), so the
         # writer's vclock and those handed out stay as they were.
         vclock = self._wal_vclock
         now = time.time()
-        chunks: list[bytes] = []
-        buffered = 0
         try:
-            for entry in entries:
-                trial = vclock.copy()
-                try:
-                    rows = entry.rows
-                    assign_lsn(rows, trial, entry.instance_id, now)
-                    if len(rows) == 1:
-                        data = encode_row(rows[0])
-                        encoded = [data]
-                    else:
-                        encoded = [encode_row(row) for row in rows]
-                        data = b"".join(encoded)
-                except (BrokenLsn, ValueError) as exc:
-                    # Only this entry is refused; it never reaches the file.
-                    if not isinstance(exc, BrokenLsn):
-                        log.error("can't encode a journal entry: %s", exc)
-                    entry.error = exc if isinstance(exc, BrokenLsn) \
-                        else ClientError(ErrorCode.ER_WAL_IO)
-                    continue
-                # `trial` is never changed after this (the next entry signs a copy)
-                vclock = entry.vclock = trial
-                entry.encoded = encoded
-                chunks.append(data)
-                buffered += len(data)
-                if FIXHEADER_SIZE + buffered >= AUTOCOMMIT_THRESHOLD:
-                    self._write_block(current, chunks)
-                    chunks, buffered = [], 0
-            if chunks:
-                self._write_block(current, chunks)
+            if len(entries) == 1:       # the usual batch: its own block, nothing to buffer
+                entry = entries[0]
+                data = _sign_entry(entry, vclock, now)
+                if data is not None:
+                    vclock = entry.vclock
+                    self._write_block(current, data)
+            else:
+                vclock = self._write_entries_in_blocks(current, entries, vclock, now)
             if self.mode == "fsync" and current.offset != start:
                 self.io.fsync(current.fd)
         except Exception as exc:
@@ -650,8 +671,28 @@ class WalWriter:
             raise
         return vclock
 
-    def _write_block(self, current: _WalFile, chunks: list[bytes]) -> None:
-        block = encode_block(b"".join(chunks), compress=self.compress)
+    def _write_entries_in_blocks(self, current: _WalFile, entries: list[JournalEntry],
+                                 vclock: VClock, now: float) -> VClock:
+        """Sign and write the entries, a block whenever 128 KiB are buffered (at an
+        entry's end); returns the vclock after the last one written."""
+        chunks: list[bytes] = []
+        buffered = 0
+        for entry in entries:
+            data = _sign_entry(entry, vclock, now)
+            if data is None:
+                continue
+            vclock = entry.vclock
+            chunks.append(data)
+            buffered += len(data)
+            if FIXHEADER_SIZE + buffered >= AUTOCOMMIT_THRESHOLD:
+                self._write_block(current, b"".join(chunks))
+                chunks, buffered = [], 0
+        if chunks:
+            self._write_block(current, b"".join(chunks))
+        return vclock
+
+    def _write_block(self, current: _WalFile, data: bytes) -> None:
+        block = encode_block(data, compress=self.compress)
         self.io.write(current.fd, block)
         current.offset += len(block)
 

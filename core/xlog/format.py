@@ -368,6 +368,9 @@ class Fixheader:
 
 def encode_fixheader(magic: int, length: int, crc: int, crc32p: int = 0) -> bytes:
     """19 bytes: magic, shortest uints, then a MsgPack str of zero bytes as padding."""
+    if magic == ROW_MARKER and crc32p == 0 and 0x1000000 <= crc <= 0xFFFFFFFF:
+        head, padding = _row_fixheader_parts(length)
+        return head + _pack_crc32(0xCE, crc) + padding
     head = _MAGIC_BYTES.get(magic) or struct.pack(">I", magic)
     head += mp_encode_uint(length) + mp_encode_uint(crc32p) + mp_encode_uint(crc)
     padding = FIXHEADER_SIZE - len(head)
@@ -377,9 +380,24 @@ def encode_fixheader(magic: int, length: int, crc: int, crc32p: int = 0) -> byte
     return head
 
 
+def _row_fixheader_parts(length: int) -> tuple[bytes, bytes]:
+    """An uncompressed block's fixheader around the usual crc32c (a 5-byte uint
+    0xCE xx xx xx xx, 255 times in 256): what goes before it, the padding after it.
+    A WAL writes one per block, and its blocks are of a few lengths: cached."""
+    parts = _ROW_FIXHEADER_PARTS.get(length)
+    if parts is None:
+        head = ROW_MARKER_BYTES + mp_encode_uint(length) + b"\x00"
+        parts = (head, _PADDING.get(FIXHEADER_SIZE - len(head) - 5, b""))
+        if len(_ROW_FIXHEADER_PARTS) < 4096:
+            _ROW_FIXHEADER_PARTS[length] = parts
+    return parts
+
+
 _MAGIC_BYTES = {ROW_MARKER: ROW_MARKER_BYTES, ZROW_MARKER: ZROW_MARKER_BYTES}
 # padding of n bytes: a str header for n - 1 zero bytes
 _PADDING = {n: bytes((0xA0 | (n - 1),)) + bytes(n - 1) for n in range(1, FIXHEADER_SIZE)}
+_ROW_FIXHEADER_PARTS: dict[int, tuple[bytes, bytes]] = {}
+_pack_crc32 = struct.Struct(">BI").pack
 
 
 @dataclass(frozen=True, slots=True)
@@ -539,7 +557,12 @@ def decode_block_rows(offset: int, data: bytes) -> list[XRow]:
 
 def encode_block(data: bytes, *, compress: bool = True) -> bytes:
     """Wrap encoded rows into a block; zstd when the 2.6.0 threshold is reached."""
-    if compress and FIXHEADER_SIZE + len(data) >= COMPRESS_THRESHOLD:
+    size = len(data)
+    if size < COMPRESS_THRESHOLD - FIXHEADER_SIZE and type(data) is bytes:
+        # the usual small WAL block, as below with the crc computed in line
+        crc = ~_crc32c_inverted(data, 0xFFFFFFFF) & 0xFFFFFFFF
+        return encode_fixheader(ROW_MARKER, size, crc) + data
+    if compress and FIXHEADER_SIZE + size >= COMPRESS_THRESHOLD:
         stored, magic = zstd_compress(data), ZROW_MARKER
     else:
         stored, magic = bytes(data), ROW_MARKER

@@ -178,6 +178,62 @@ def test_a_replicated_row_that_goes_back_fails_only_its_entry(run, make_writer):
     assert outcome["next"] == VClock({1: 25, 2: 8})
 
 
+def test_vclocks_handed_out_never_change_and_hooks_get_the_bytes_written(run, make_writer,
+                                                                         tmp_path):
+    writer = make_writer({1: 1})
+    seen = []
+    writer.on_write_encoded.append(lambda rows, encoded: seen.append((list(rows), encoded)))
+    handed = []
+
+    def main():
+        for key in range(3):
+            returned = writer.write([insert(key)])
+            handed.append((returned, returned.copy(), writer.vclock, writer.vclock.copy()))
+        writer.write([insert(10), insert(11)])
+
+    run(main)
+    for returned, then, wal_vclock, wal_then in handed:
+        assert returned == then and wal_vclock == wal_then
+    assert [then for _, then, _, _ in handed] == [VClock({1: 2}), VClock({1: 3}),
+                                                  VClock({1: 4})]
+    assert writer.vclock == VClock({1: 6})
+    writer.stop()
+    data = b"".join(b"".join(encoded) for _, encoded in seen)
+    rows = xlog_rows(list_files(str(tmp_path), ".xlog")[0].path)
+    assert [r.lsn for r in rows] == [r.lsn for batch, _ in seen for r in batch] == [2, 3, 4, 5, 6]
+    from spindle.core.xlog.format import encode_rows
+    assert encode_rows(rows) == data
+
+
+@pytest.mark.parametrize("together", [False, True])
+def test_an_entry_that_cannot_be_signed_fails_alone_in_any_batch(run, make_writer, sched,
+                                                                 together, logs):
+    writer = make_writer({1: 25, 2: 7}, instance_id=2, mode="write")
+    results = {}
+
+    def client(name, rows):
+        try:
+            results[name] = writer.write(rows)
+        except ClientError as exc:
+            results[name] = exc.code
+
+    def main():
+        clients = [("old", [insert(1, replica_id=1, lsn=25)]),
+                   ("foreign", [insert(2, replica_id=3)]), ("good", [insert(3)])]
+        if together:
+            fibers = [sched.spawn(client, *args, start=False) for args in clients]
+            sched_yield_until(sched, lambda: all(f.status == "dead" for f in fibers))
+        else:
+            for args in clients:
+                client(*args)
+
+    run(main)
+    assert writer.batches == (1 if together else 3)
+    assert results == {"old": ErrorCode.ER_INVALID_ORDER, "foreign": ErrorCode.ER_WAL_IO,
+                       "good": VClock({1: 25, 2: 8})}
+    assert writer.vclock == VClock({1: 25, 2: 8})
+
+
 # ------------------------------------------------------------------- group commit
 
 def test_many_fibers_share_one_fsync_per_batch(run, make_writer, sched, tmp_path):

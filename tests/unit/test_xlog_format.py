@@ -255,6 +255,44 @@ def test_fixheader_encoding(length, crc, expected):
     assert decode_fixheader(head).length == length
 
 
+def reference_fixheader(magic: int, length: int, crc: int, crc32p: int = 0) -> bytes:
+    """The fixheader field by field: magic, three shortest MsgPack uints, padding."""
+    import msgpack
+    head = magic.to_bytes(4, "big") + b"".join(
+        msgpack.packb(value) for value in (length, crc32p, crc))
+    padding = FIXHEADER_SIZE - len(head)
+    return head + (bytes((0xA0 | (padding - 1),)) + bytes(padding - 1) if padding else b"")
+
+
+@pytest.mark.parametrize("length", [0, 1, 0x7F, 0x80, 0xFF, 0x100, 0xFFFF, 0x10000,
+                                    0xFFFFFFFF, 1 << 32, (1 << 63) - 1])
+@pytest.mark.parametrize("crc", [0, 0x7F, 0xFFFF, 0xFFFFFF, 0x1000000, 0xDEADBEEF,
+                                 0xFFFFFFFF])
+def test_fixheader_fast_path_matches_the_field_by_field_form(length, crc):
+    for magic in (ROW_MARKER, ZROW_MARKER):
+        for crc32p in (0, 5):
+            assert encode_fixheader(magic, length, crc, crc32p) == \
+                reference_fixheader(magic, length, crc, crc32p)
+    # twice: the second comes from the per-length cache
+    assert encode_fixheader(ROW_MARKER, length, crc) == reference_fixheader(
+        ROW_MARKER, length, crc)
+
+
+@pytest.mark.parametrize("size", [0, 1, 40, 0x7F, 0x80, COMPRESS_THRESHOLD - FIXHEADER_SIZE - 1,
+                                  COMPRESS_THRESHOLD - FIXHEADER_SIZE, 70000])
+def test_small_block_fast_path_matches_the_general_form(size):
+    data = bytes(range(256)) * (size // 256 + 1)
+    data = data[:size]
+    expected = reference_fixheader(ROW_MARKER, size, crc32c(data)) + data
+    for compress in (False, True):
+        if compress and size + FIXHEADER_SIZE >= COMPRESS_THRESHOLD:
+            continue
+        for form in (data, bytearray(data), memoryview(data)):
+            block = encode_block(form, compress=compress)
+            assert type(block) is bytes and block == expected
+            assert decode_fixheader(block).crc32c == crc32c(data)
+
+
 @pytest.mark.parametrize("head,reason", [
     (b"\xd5\xba\x0b\xac" + bytes(15), "invalid magic: 0xd5ba0bac"),
     (b"\xd5\xba\x0b\xab\xa0" + bytes(14), "broken fixheader length"),
