@@ -3,9 +3,22 @@
 local ffi = require('ffi')
 local type, pairs, getmetatable, floor, tostring = type, pairs, getmetatable, math.floor, tostring
 
+local unpack = unpack
+
 local NULL = ffi.cast('void *', 0)
 local map_mt = {__serialize = 'map'}
 local array_mt = {__serialize = 'seq'}
+
+-- An array's shape: ('array', n), followed by its n elements (nil where there is a
+-- hole) when there are few enough to return at once, so Python reads a small array
+-- in the one call instead of indexing it element by element.
+local MAX_UNPACKED = 64
+local function array(t, n)
+    if n <= MAX_UNPACKED then
+        return 'array', n, unpack(t, 1, n)
+    end
+    return 'array', n
+end
 
 -- Tarantool's serializer rule: a table whose keys are 1..n is an array; a sparse one
 -- stays an array while it is not too sparse (max key <= 10, or <= 2 x the key count).
@@ -19,7 +32,7 @@ local function classify(t)
     for k in pairs(t) do
         if type(k) ~= 'number' or k < 1 or k ~= floor(k) then
             if hint == 'seq' or hint == 'sequence' or hint == 'array' then
-                return 'array', #t
+                return array(t, #t)
             end
             return 'map'
         end
@@ -30,7 +43,7 @@ local function classify(t)
         return 'empty'
     end
     if max == count or max <= 10 or max <= 2 * count or hint then
-        return 'array', max
+        return array(t, max)
     end
     return 'map'
 end

@@ -19,6 +19,7 @@ from typing import Any
 import lupa.luajit21 as lupa
 
 _DOUBLE_EXACT = 2 ** 53
+_AS_IS = frozenset({int, float, bool, type(None)})    # what to_py() returns unchanged
 DECIMAL_ROOM = 39        # digits a decimal_t holds (lsu[13] of 3 digits)
 
 
@@ -83,9 +84,11 @@ class Converter:
 
     def _table_to_py(self, table) -> Any:
         shape = self._classify(table)
-        if isinstance(shape, tuple):
-            _, size = shape
+        if isinstance(shape, tuple):      # ('array', size[, the elements...])
+            size = shape[1]
             to_py = self.to_py
+            if len(shape) == size + 2:
+                return [v if type(v) in _AS_IS else to_py(v) for v in shape[2:]]
             return [to_py(table[i]) for i in range(1, size + 1)]
         if shape == b"empty":
             return []

@@ -81,12 +81,14 @@ def _is_int(v: Any) -> bool:
     return type(v) is int or (isinstance(v, int) and not isinstance(v, bool))
 
 
+# is_uint / is_integer test `type(v) is int` inline: they run for every key part of
+# every stored tuple, and a call to _is_int costs as much as the test itself.
 def is_uint(v: Any) -> bool:
-    return _is_int(v) and 0 <= v <= UINT64_MAX
+    return (type(v) is int or _is_int(v)) and 0 <= v <= UINT64_MAX
 
 
 def is_integer(v: Any) -> bool:
-    return _is_int(v) and INT64_MIN <= v <= UINT64_MAX
+    return (type(v) is int or _is_int(v)) and INT64_MIN <= v <= UINT64_MAX
 
 
 def is_number(v: Any) -> bool:
@@ -128,6 +130,44 @@ def is_compatible(ftype: FieldType, value: Any, is_nullable: bool = False) -> bo
     if value is None:
         return is_nullable or ftype is FieldType.ANY
     return _CHECKS[ftype](value)
+
+
+def _field_check(ftype: FieldType, is_nullable: bool) -> Callable[[Any], bool]:
+    """is_compatible() of one field, bound to its type and nullability."""
+    check = _CHECKS[ftype]
+    if not is_nullable:
+        return check     # no check but `any`'s (never compiled) accepts None
+
+    def nullable_check(value: Any) -> bool:
+        return value is None or check(value)
+    return nullable_check
+
+
+def format_check(checks: list, min_len: int, field_count: int) -> Callable[[tuple], bool]:
+    """A format's field checks compiled once per format change: for a tuple, True
+    exactly when every present field fits `checks` (None: any; else (type,
+    nullable), by field number), it has at least `min_len` fields (those of the
+    required ones) and, when `field_count` is set, exactly that many. The common
+    case, a single non-nullable unsigned key field, is tested inline."""
+    fields = [(no, _field_check(*check)) for no, check in enumerate(checks)
+              if check is not None]
+    if not field_count and len(fields) == 1 and fields[0] == (0, is_uint) and min_len >= 1:
+        def fits_uint_key(tup: tuple) -> bool:
+            if len(tup) < min_len:
+                return False
+            value = tup[0]
+            return (0 <= value <= UINT64_MAX) if type(value) is int else is_uint(value)
+        return fits_uint_key
+
+    def fits(tup: tuple) -> bool:
+        n = len(tup)
+        if n < min_len or (field_count and n != field_count):
+            return False
+        for no, check in fields:
+            if no < n and not check(tup[no]):
+                return False
+        return True
+    return fits
 
 
 # field_type_compatibility[] of 2.6.0: type1 contains type2 (values of type2 fit type1).
@@ -443,6 +483,20 @@ def packb(value: Any) -> bytes:
     except AttributeError:
         packer = _new_packer()
     return packer.pack(value)
+
+
+def pack_tuple(tup: Any) -> bytes | None:
+    """packb() of a tuple to store, or None when it has a value MsgPack cannot hold
+    (such a value fails later where it did before: in the redo row). One call, as
+    every stored tuple is packed."""
+    try:
+        packer = _packers.packer
+    except AttributeError:
+        packer = _new_packer()
+    try:
+        return packer.pack(tup)
+    except (OverflowError, TypeError, ValueError):
+        return None
 
 
 def tuple_packer() -> Callable[[Any], bytes]:

@@ -48,6 +48,7 @@ class DupMode(enum.Enum):
 
 
 _DUP_REPLACE = DupMode.REPLACE      # (an Enum member lookup costs as much as a call)
+_dict_setitem = dict.__setitem__
 
 _REVERSE = frozenset({IteratorType.REQ, IteratorType.LT, IteratorType.LE})
 _ITERATOR_NAMES = {it.name: it for it in IteratorType}
@@ -104,6 +105,11 @@ class Index:
     primary key definition for non-unique ordering."""
 
     type: IndexType
+    # replace() stores a new entry as SortedDict.__setitem__ does, without its call:
+    # `_add_key(key)` puts a key that is not there yet in the ordered key list (a
+    # SortedDict's own `_list_add`; None for a plain dict), then the entry goes in
+    # with dict.__setitem__.
+    _add_key: Any = None
 
     def __init__(self, space: Any, index_def: IndexDef, pk_def: KeyDef | None = None):
         self.space = space
@@ -116,9 +122,20 @@ class Index:
         # An EQ search with a full key finds at most one entry, by hash: unique, and
         # no nil that would let equal keys coexist.
         self._point_lookup = self.unique and not self.key_def.is_nullable
+        # Entry keys are tuples of part keys (the subclass sets _entry_key), unless
+        # the subclass calls _key_by_tuple_key().
+        self._plain = False
+        self._search_key = self.key_def.key_sort_key
 
     # Subclasses: _entry_key, _insert_raw, _delete_raw, _lookup, __len__, _values,
     # _iterate, _validate_iterator.
+
+    def _key_by_tuple_key(self) -> None:
+        """Key entries by key_def.tuple_key and find them by key_def.search_key (a
+        unique index without nils: one entry per key), plain when the key has one
+        part (see KeyDef)."""
+        kd = self.key_def
+        self._entry_key, self._search_key, self._plain = kd.tuple_key, kd.search_key, kd.plain
 
     def __repr__(self) -> str:
         return f"<{self.type.value} index {self.name!r} #{self.id} of {self._space_name()!r}>"
@@ -148,7 +165,9 @@ class Index:
                 code = replace_check_dup(old, dup, mode)
                 if code:
                     raise self._error(code)
-            data[key] = new
+            if dup is None and self._add_key is not None:
+                self._add_key(key)
+            _dict_setitem(data, key, new)
             if dup is not None:
                 return dup
         if old is not None:
@@ -181,7 +200,7 @@ class Index:
 
     def find(self, key: Sequence[Any]) -> Any:
         """Lookup by a full, already validated key."""
-        return self._lookup(self.key_def.search_key(key))
+        return self._lookup(self._search_key(key))
 
     def validate_search_key(self, it: IteratorType, key: list) -> None:
         """key_validate() of index.cc."""
@@ -215,7 +234,7 @@ class Index:
         if limit is not None and limit <= 0:
             return out
         if it is _EQ and self._point_lookup and len(key) == self.key_def.part_count:
-            found = self._lookup(self.key_def.search_key(key))
+            found = self._lookup(self._search_key(key))
             if found is not None and offset <= 0:
                 out.append(found)
             return out
@@ -298,9 +317,10 @@ class TreeIndex(Index):
     def __init__(self, space: Any, index_def: IndexDef, pk_def: KeyDef | None = None):
         super().__init__(space, index_def, pk_def)
         self._data = SortedDict()
+        self._add_key = self._data._list_add
         kd = self.key_def
-        if index_def.id == 0 or (self.unique and not kd.is_nullable):
-            self._entry_key = kd.tuple_key
+        if index_def.id == 0 or self._point_lookup:
+            self._key_by_tuple_key()
         elif not self.unique:
             pk = pk_def
 
@@ -318,6 +338,24 @@ class TreeIndex(Index):
                 return key
             self._entry_key = entry_key
 
+    # Search keys in the shape of the entry keys: a tuple of the m leading part keys,
+    # or for plain entries the one part key itself.
+
+    def _prefix(self, key: list) -> Any:
+        """The entry-shaped form of a non-empty search key."""
+        prefix = self.key_def.key_sort_key(key)
+        return prefix[0] if self._plain else prefix
+
+    def _upper_bound(self, prefix: Any) -> int:
+        """Position after every entry starting with `prefix`."""
+        if self._plain:
+            return self._data.bisect_right(prefix)
+        return self._data.bisect_left(prefix + (MAX_KEY,))
+
+    def _starts_with(self, entry: Any, prefix: Any, m: int) -> bool:
+        """Whether entry key `entry` begins with the m-part search key `prefix`."""
+        return entry == prefix if self._plain else entry[:m] == prefix
+
     def _validate_iterator(self, it: IteratorType) -> None:
         if it > IteratorType.GT:
             raise self.unsupported("requested iterator type")
@@ -329,7 +367,7 @@ class TreeIndex(Index):
             it = IteratorType.LE if it in _REVERSE else IteratorType.GE
             prefix: tuple = ()
         else:
-            prefix = self.key_def.key_sort_key(key)
+            prefix = self._prefix(key)
         reverse = it in _REVERSE
         stop_on_mismatch = it in (IteratorType.EQ, IteratorType.REQ)
         keys = data.keys()
@@ -341,12 +379,12 @@ class TreeIndex(Index):
             if it is IteratorType.LT:
                 pos -= 1
         else:   # GT, REQ, LE: upper bound
-            pos = data.bisect_left(prefix + (MAX_KEY,))
+            pos = self._upper_bound(prefix)
             if reverse:
                 pos -= 1
         while 0 <= pos < len(data):
             current = keys[pos]
-            if stop_on_mismatch and current[:m] != prefix:
+            if stop_on_mismatch and not self._starts_with(current, prefix, m):
                 return
             yield data[current]
             # Re-seek from the entry just returned: the index may have changed.
@@ -365,7 +403,7 @@ class HashIndex(Index):
                               getattr(space, "name", "?"), "HASH index must be unique")
         super().__init__(space, index_def, pk_def)
         self._data: dict = {}
-        self._entry_key = self.key_def.tuple_key
+        self._key_by_tuple_key()
 
     def _validate_iterator(self, it: IteratorType) -> None:
         if it not in (IteratorType.EQ, IteratorType.ALL, IteratorType.GT):
@@ -374,12 +412,12 @@ class HashIndex(Index):
     def _iterate(self, it: IteratorType, key: list) -> Iterator[Any]:
         data = self._data
         if it is IteratorType.EQ:
-            tup = data.get(self.key_def.key_sort_key(key))
+            tup = data.get(self._search_key(key))
             if tup is not None:
                 yield tup
             return
         if it is IteratorType.GT and key:
-            start = self.key_def.key_sort_key(key)
+            start = self._search_key(key)
             if start not in data:
                 return
             keys = list(data)

@@ -7,6 +7,10 @@ hashable, so one shape serves the ordered TREE (a SortedDict) and the HASH (a di
 A partial search key of m parts becomes an m-tuple, which sorts before every full key
 that starts with it; `prefix + (MAX_KEY,)` sorts after all of them. That is all the
 TREE iterators need for lower_bound / upper_bound on partial keys.
+
+One exception: the entries of a unique index on a one-part key without nils are keyed
+by the part key itself (`KeyDef.plain`, `tuple_key` / `search_key`), not a 1-tuple:
+no tuple to build per statement, and ints hash cheaply and in order.
 """
 from __future__ import annotations
 
@@ -65,7 +69,7 @@ class KeyDef:
     """An ordered list of key parts."""
 
     __slots__ = ("parts", "part_count", "_getters", "_fieldnos", "is_nullable", "tuple_key",
-                 "search_key")
+                 "search_key", "plain")
 
     def __init__(self, parts: Sequence[Any]):
         self.parts: tuple[KeyPart, ...] = tuple(key_part(p) for p in parts)
@@ -75,25 +79,29 @@ class KeyDef:
         self._fieldnos = tuple(p.fieldno for p in self.parts)
         self._getters = tuple(p._key for p in self.parts)
         self.is_nullable = any(p.is_nullable for p in self.parts)
-        # tuple_sort_key / key_sort_key as closures, unrolled for one-part keys
+        # A unique index keys its entries by tuple_key(tuple) and finds them by
+        # search_key(full key): tuple_sort_key / key_sort_key, except that a one-part
+        # key is `plain`: the part's sort key itself, with no 1-tuple around it
+        # (cheaper to build, hash and compare; the order is the same).
+        self.plain = self.part_count == 1 and self._getters[0] is not None
         self.tuple_key, self.search_key = self._make_key_funcs()
 
     def _make_key_funcs(self) -> tuple[Callable, Callable]:
-        if self.part_count != 1 or self._getters[0] is None:
+        if not self.plain:
             return self.tuple_sort_key, self.key_sort_key
         fieldno, get = self._fieldnos[0], self._getters[0]
         if get is field_types._identity:
             def tuple_key(tup):
-                return (tup[fieldno] if fieldno < len(tup) else None,)
+                return tup[fieldno] if fieldno < len(tup) else None
 
             def search_key(key):
-                return (key[0],) if key else ()
+                return key[0]
         else:
             def tuple_key(tup):
-                return (get(tup[fieldno] if fieldno < len(tup) else None),)
+                return get(tup[fieldno] if fieldno < len(tup) else None)
 
             def search_key(key):
-                return (get(key[0]),) if key else ()
+                return get(key[0])
         return tuple_key, search_key
 
     def __repr__(self) -> str:

@@ -25,12 +25,12 @@ from spindle.core import log
 from typing import Any, Iterator, Sequence
 
 from spindle.core.box.field_types import (
-    INDEXABLE, FieldType, field_type_by_name, is_compatible, packb, tuple_bsize,
-    type1_contains_type2,
+    INDEXABLE, FieldType, field_type_by_name, format_check, is_compatible, pack_tuple,
+    tuple_bsize, type1_contains_type2,
 )
 from spindle.core.box.index import DupMode, Index, IndexDef, IndexType, make_index
 from spindle.core.box.key_def import normalize_key
-from spindle.core.box.txn import Statement, TxnManager
+from spindle.core.box.txn import PutRequest, Statement, TxnManager
 from spindle.core.box.update import check_ops, update_tuple, upsert_tuple
 from spindle.core.fiber.trigger import TriggerList
 from spindle.core.iproto.constants import GroupId, IprotoType
@@ -41,15 +41,6 @@ _INSERT, _REPLACE = int(IprotoType.INSERT), int(IprotoType.REPLACE)
 # The duplicate modes of INSERT and REPLACE (an Enum member lookup costs as much as a
 # call: the hot path takes them from here)
 _STORE_MODE = {_INSERT: DupMode.INSERT, _REPLACE: DupMode.REPLACE_OR_INSERT}
-
-
-def pack_tuple(tup: tuple) -> bytes | None:
-    """A stored tuple's MsgPack, or None when it has a value MsgPack cannot hold
-    (such a value fails later where it did before: in the redo row)."""
-    try:
-        return packb(tup)
-    except (OverflowError, TypeError, ValueError):
-        return None
 
 
 class _NullTuple:
@@ -137,6 +128,16 @@ class Space:
         self.group_id = GroupId.LOCAL if self.is_local else GroupId.DEFAULT
 
     @property
+    def field_count(self) -> int:
+        return self._field_count
+
+    @field_count.setter
+    def field_count(self, field_count: int) -> None:
+        self._field_count = field_count
+        if hasattr(self, "_checks"):      # the compiled format check counts fields too
+            self._set_checks(self._checks, self._required)
+
+    @property
     def format(self) -> list[dict]:
         return [f.to_dict() for f in self._format]
 
@@ -195,12 +196,21 @@ class Space:
             checks.append(None if ftype is FieldType.ANY else (ftype, is_nullable))
         while checks and checks[-1] is None:
             checks.pop()
-        self._checks = checks
-        self._required = sorted(no for no, n in nullable.items() if not n)
+        self._set_checks(checks, sorted(no for no, n in nullable.items() if not n))
         self._field_names = {f.name: no for no, f in enumerate(self._format)}
+
+    def _set_checks(self, checks: list, required: list[int]) -> None:
+        """The format's field checks (None: any; else (type, nullable), by field
+        number) and required fields, and their compiled form (`_fits`)."""
+        self._checks, self._required = checks, required
+        self._fits = format_check(checks, required[-1] + 1 if required else 0,
+                                  self.field_count)
 
     def validate_tuple(self, tup: Any) -> tuple:
         """Format check of a tuple to store; returns it as a Python tuple."""
+        if type(tup) is tuple and self._fits(tup):
+            return tup
+        # the full check: finds which error to raise (or takes a list)
         if not isinstance(tup, (list, tuple)):
             raise ClientError(ErrorCode.ER_TUPLE_NOT_ARRAY)
         n = len(tup)
@@ -299,7 +309,7 @@ class Space:
                 self.validate_tuple(tup)
             index.build(tuples)
         except ClientError:
-            self._checks, self._required = previous
+            self._set_checks(*previous)
             raise
         self.indexes[index_def.id] = index
         self.indexes = dict(sorted(self.indexes.items()))
@@ -350,13 +360,12 @@ class Space:
     def _request(self, type: int, **fields: Any) -> DmlRequest:
         return DmlRequest(type=type, space_id=self.id, **fields)
 
-    # DmlRequest(type, space_id, index_id, index_base, key, tuple): positional is
-    # quicker, and these two run for every Lua insert/replace
+    # these two run for every Lua insert/replace: their request is a PutRequest
     def insert(self, tup: Sequence[Any]) -> tuple:
-        return self.txns.execute(self, DmlRequest(_INSERT, self.id, 0, 0, None, tup))
+        return self.txns.execute(self, PutRequest(_INSERT, self.id, tup))
 
     def replace(self, tup: Sequence[Any]) -> tuple:
-        return self.txns.execute(self, DmlRequest(_REPLACE, self.id, 0, 0, None, tup))
+        return self.txns.execute(self, PutRequest(_REPLACE, self.id, tup))
 
     def delete(self, key: Any, index_id: int = 0) -> tuple | None:
         return self.txns.execute(self, self._request(
@@ -420,7 +429,9 @@ class Space:
         if self.engine == "blackhole":
             return self._execute_blackhole(stmt)
         if rtype == _INSERT or rtype == _REPLACE:
-            new = self.validate_tuple(request.tuple)
+            new = request.tuple
+            if type(new) is not tuple or not self._fits(new):    # validate_tuple, inline
+                new = self.validate_tuple(new)
             # packed once: for bsize here, for the redo row later
             stmt.tuple_data = data = pack_tuple(new)
             stmt.old_tuple = self._replace_all(None, new, _STORE_MODE[rtype], data)

@@ -131,15 +131,21 @@ class SpaceApi:
 
         def put_fields(space_id, *fields) -> Any:
             space = writable(space_id)
-            # before_replace triggers may store another tuple than the one given
-            rewritable = len(space.before_replace) != 0
-            result = method(space, plain_fields(fields))
-            return to_lua(result) if rewritable else True
+            given = plain_fields(fields)
+            result = method(space, given)
+            # the very tuple given is what got stored (a before_replace trigger
+            # that changed it returns another one)
+            return True if result is given else to_lua(result)
         return put_fields
 
     def _plain_fields(self, fields: tuple) -> tuple:
         """to_py() of each plain field, inline: only strings change (str, or bytes
         when they are not UTF-8)."""
+        for value in fields:
+            if type(value) is bytes:
+                break
+        else:
+            return fields        # numbers and booleans only: nothing to convert
         try:
             return tuple([v.decode() if type(v) is bytes else v for v in fields])
         except UnicodeDecodeError:
@@ -327,7 +333,7 @@ def _tree_after(index: TreeIndex, it: IteratorType, key: list, after: Any):
     m = len(key)
     reverse = it in _REVERSE
     stop_on_mismatch = m > 0 and it in (IteratorType.EQ, IteratorType.REQ)
-    prefix = index.key_def.key_sort_key(key) if stop_on_mismatch else ()
+    prefix = index._prefix(key) if stop_on_mismatch else None
     current = index._entry_key(after)
     keys = data.keys()
     while True:
@@ -335,7 +341,7 @@ def _tree_after(index: TreeIndex, it: IteratorType, key: list, after: Any):
         if not 0 <= pos < len(data):
             return
         current = keys[pos]
-        if stop_on_mismatch and current[:m] != prefix:
+        if stop_on_mismatch and not index._starts_with(current, prefix, m):
             return
         yield data[current]
 

@@ -1,0 +1,361 @@
+"""The per-statement fast paths of INSERT/REPLACE give what the general paths give:
+the compiled format check (Space._fits, field_types.format_check) against the full
+check, the TREE index's direct key insertion against SortedDict's own, plain
+(one-part) entry keys against a model of the index, PutRequest against DmlRequest,
+the transaction's rows and sync flag, Lua's insert/replace of plain fields, and
+small Lua arrays converted in one call against element by element."""
+from __future__ import annotations
+
+import decimal
+import enum
+import itertools
+import random
+import uuid
+
+import pytest
+from hypothesis import given, settings, strategies as st
+from sortedcontainers import SortedDict
+
+from spindle.core.box.field_types import UINT64_MAX, pack_tuple, packb
+from spindle.core.box.index import DupMode, HashIndex, IndexDef, TreeIndex
+from spindle.core.box.key_def import KeyPart
+from spindle.core.box.txn import Engine, PutRequest, request_row
+from spindle.core.iproto.constants import GroupId, IprotoType, IteratorType
+from spindle.core.iproto.errors import ClientError, ErrorCode
+from spindle.core.iproto.xrow import DmlRequest
+from spindle.lua.box.space import iterate_after
+
+from .test_lua_box import box, runners  # noqa: F401 - fixtures
+
+
+class Small(enum.IntEnum):
+    ONE = 1
+
+
+VALUES = [None, 0, 1, -1, UINT64_MAX, UINT64_MAX + 1, -(1 << 63), -(1 << 63) - 1, 1.5,
+          float("nan"), True, False, "a", b"b", decimal.Decimal("1.5"), uuid.UUID(int=7),
+          [1], {"k": 1}, Small.ONE]
+
+ALL_TYPES = ["unsigned", "string", "number", "double", "integer", "boolean", "varbinary",
+             "scalar", "decimal", "uuid", "array", "map", "any"]
+
+
+def spaces():
+    """Spaces whose formats cover every field type, nullability, exact field counts,
+    key parts beyond the format and a space with no index."""
+    engine = Engine()
+    made = []
+    ids = itertools.count(512)
+
+    def make(format=(), field_count=0, parts=((0, "unsigned", False),)):
+        space = engine.create_space(next(ids), f"s{len(made)}", format=list(format),
+                                    field_count=field_count)
+        for iid, part in enumerate(parts):
+            space.create_index(IndexDef(iid, f"i{iid}", parts=[KeyPart(*part)]))
+        made.append(space)
+
+    make()                                                # the common case
+    make(parts=())                                        # no index at all
+    make(parts=((0, "string", False),))
+    make(parts=((0, "unsigned", False), (2, "string", True)))
+    make(format=[{"name": "id", "type": "integer"}], field_count=3)
+    for ftype in ALL_TYPES:
+        for nullable in (False, True):
+            make(format=[{"name": "id", "type": "any"},
+                         {"name": "f", "type": ftype, "is_nullable": nullable},
+                         {"name": "g", "type": "any", "is_nullable": True}],
+                 parts=((0, "scalar", False),))
+    return made
+
+
+def outcome(fn, *args):
+    try:
+        return "ok", fn(*args)
+    except ClientError as exc:
+        return "error", exc.code, str(exc)
+
+
+def candidate_tuples():
+    yield ()
+    for a in VALUES:
+        yield (a,)
+        for b in VALUES:
+            yield (a, b)
+            yield (1, b, a)
+    yield (1, "x", 2, 3)
+
+
+@pytest.mark.parametrize("space", spaces(), ids=lambda s: s.name)
+def test_compiled_format_check_agrees_with_the_full_check(space):
+    for tup in candidate_tuples():
+        fast = outcome(space.validate_tuple, tup)     # a tuple: compiled check first
+        full = outcome(space.validate_tuple, list(tup))   # a list: the full check
+        assert fast == full, tup
+        assert space._fits(tup) == (full[0] == "ok"), tup
+
+
+def test_field_count_change_recompiles_the_check():
+    engine = Engine()
+    space = engine.create_space(512, "t")
+    space.create_index(IndexDef(0, "pk"))
+    assert space.validate_tuple((1, 2)) == (1, 2)
+    space.field_count = 3
+    assert outcome(space.validate_tuple, (1, 2))[2] == \
+        "Tuple field count 2 does not match space field count 3"
+    space.set_format([], 0)
+    assert space.validate_tuple((1, 2)) == (1, 2)
+
+
+def test_failed_create_index_keeps_the_compiled_check():
+    engine = Engine()
+    space = engine.create_space(512, "t")
+    space.create_index(IndexDef(0, "pk"))
+    space.insert((1, "a"))
+    with pytest.raises(ClientError):
+        space.create_index(IndexDef(1, "sk", parts=[KeyPart(1, "unsigned")]))
+    assert space.insert((2, "b")) == (2, "b")          # field 2 is still `any`
+    assert outcome(space.insert, ("x",))[2] == \
+        "Tuple field 1 type does not match one required by operation: expected unsigned"
+
+
+def test_insert_reuses_the_tuple_it_validated():
+    engine = Engine()
+    space = engine.create_space(512, "t")
+    space.create_index(IndexDef(0, "pk"))
+    tup = (1, "a")
+    assert space.insert(tup) is tup
+    assert space.replace([1, "b"]) == (1, "b")
+
+
+@pytest.mark.parametrize("unique, nullable", [(True, False), (False, False), (True, True)])
+def test_tree_index_keeps_sorteddict_order(unique, nullable):
+    """replace() adds keys to the SortedDict itself: the index matches a SortedDict
+    filled through its public interface after random inserts, replaces and deletes."""
+    engine = Engine()
+    space = engine.create_space(512, "t")
+    space.create_index(IndexDef(0, "pk"))
+    space.create_index(IndexDef(1, "sk", parts=[KeyPart(1, "integer", is_nullable=nullable)],
+                                unique=unique))
+    rnd = random.Random(5)
+    for _ in range(3000):
+        key, value = rnd.randrange(300), rnd.choice([None, *range(40)]) if nullable \
+            else rnd.randrange(40)
+        op = rnd.random()
+        if op < 0.6:
+            outcome(space.replace, (key, value))
+        elif op < 0.8:
+            outcome(space.insert, (key, value))
+        else:
+            space.delete([key])
+    for index in space.indexes.values():
+        data = index._data
+        model = SortedDict((index._entry_key(t), t) for t in index.tuples())
+        assert list(data.keys()) == list(model.keys()) == sorted(dict.keys(data))
+        assert list(data.values()) == list(model.values())
+        assert len(data) == len(model) == len(space.indexes[0])
+
+
+def test_index_replace_modes_on_a_tree():
+    engine = Engine()
+    space = engine.create_space(512, "t")
+    pk = space.create_index(IndexDef(0, "pk"))
+    assert pk.replace(None, (1, "a"), DupMode.INSERT) is None
+    assert outcome(pk.replace, None, (1, "b"), DupMode.INSERT)[1] == ErrorCode.ER_TUPLE_FOUND
+    assert pk.replace(None, (1, "c"), DupMode.REPLACE_OR_INSERT) == (1, "a")
+    assert outcome(pk.replace, None, (2, "d"), DupMode.REPLACE)[1] == \
+        ErrorCode.ER_TUPLE_NOT_FOUND
+    assert list(pk._data.keys()) == [1] and pk.tuples() == [(1, "c")]     # a plain key
+
+
+def test_pack_tuple():
+    assert pack_tuple((1, "a", b"b", None)) == packb((1, "a", b"b", None))
+    assert pack_tuple((1 << 70,)) is None and pack_tuple((object(),)) is None
+    assert pack_tuple((2,)) == packb((2,))       # the packer is usable after a failure
+
+
+def test_rows_close_with_a_nop_only_after_mixed_local_rows():
+    engine = Engine(journal=lambda rows: None)
+    glob = engine.create_space(10, "g")
+    glob.create_index(IndexDef(0, "pk"))
+    loc = engine.create_space(11, "l", flags={"is_local": True})
+    loc.create_index(IndexDef(0, "pk"))
+    sync = engine.create_space(12, "s", flags={"is_sync": True})
+    sync.create_index(IndexDef(0, "pk"))
+    txns = engine.txns
+    cases = [([glob, glob], [0, 0], False), ([glob, loc], [0, 1, "NOP"], False),
+             ([loc, loc], [1, 1], False), ([loc, glob], [1, 0], False),
+             ([glob, loc, glob, glob, sync], [0, 1, 0, 0, 0], True)]
+    for spaces, groups, is_sync in cases:
+        txn = txns.begin()
+        for i, space in enumerate(spaces):
+            space.replace((i,))
+        rows = txn.rows()
+        assert txn.is_sync is is_sync
+        shown = ["NOP" if r.type == IprotoType.NOP else r.group_id for r in rows]
+        assert shown == groups
+        if "NOP" in shown:
+            assert rows[-1].group_id == GroupId.DEFAULT
+        txns.rollback()
+
+
+def test_lua_insert_of_plain_fields_returns_what_was_stored(box):  # noqa: F811
+    """The plain-fields path hands back the given fields unless a before_replace
+    trigger stored another tuple; strings that are not UTF-8 come back as given."""
+    assert box.lua("""
+        local a = s:insert{10, 'ten'}
+        local b = s:replace{10, 'x', '\\xff\\xfe'}
+        local f = s:before_replace(function(old, new) return new end)
+        local c = s:replace{11, 'same'}
+        s:before_replace(nil, f)
+        f = s:before_replace(function(old, new) return box.tuple.new{new[1], 'other'} end)
+        local d = s:insert{12, 'given'}
+        s:before_replace(nil, f)
+        box.begin()
+        local e = s:insert{13}
+        box.commit()
+        return a, b[3] == '\\xff\\xfe', c, d, s:get{12}, e, s:get{13}
+    """) == [[10, "ten"], True, [11, "same"], [12, "other"], [12, "other"], [13], [13]]
+
+
+@pytest.mark.parametrize("rtype", [IprotoType.INSERT, IprotoType.REPLACE])
+@pytest.mark.parametrize("group", [GroupId.DEFAULT, GroupId.LOCAL])
+def test_put_request_logs_as_its_dml_request(rtype, group):
+    """Space.insert/replace log a PutRequest: the same row as the DmlRequest, packed
+    or not, and the same fields for whatever reads a statement's request."""
+    tup = (1, "a", None, 2.5, [1, {"k": b"v"}])
+    put = PutRequest(int(rtype), 512, tup)
+    dml = DmlRequest(type=int(rtype), space_id=512, tuple=tup)
+    rows = [request_row(r, group, data) for r in (put, dml) for data in (None, packb(tup))]
+    assert all(row == rows[0] for row in rows) and rows[0].group_id == group
+    for name in ("type", "space_id", "index_id", "index_base", "key", "tuple", "ops",
+                 "tuple_meta", "limit", "offset", "iterator"):
+        assert getattr(put, name) == getattr(dml, name), name
+    assert repr(put) == f"PutRequest(type={int(rtype)}, space_id=512, tuple={tup!r})"
+
+
+def test_statements_of_insert_and_replace_carry_put_requests():
+    engine = Engine(journal=lambda rows: None)
+    space = engine.create_space(512, "t")
+    space.create_index(IndexDef(0, "pk"))
+    txn = engine.txns.begin()
+    space.insert((1, "a"))
+    space.replace((1, "b"))
+    assert [(type(s.request), s.request.type, s.old_tuple, s.new_tuple)
+            for s in txn.statements] == [(PutRequest, IprotoType.INSERT, None, (1, "a")),
+                                         (PutRequest, IprotoType.REPLACE, (1, "a"), (1, "b"))]
+    assert "REPLACE t: (1, 'a') -> (1, 'b')" in repr(txn.statements[1])
+    engine.txns.rollback()
+    assert space.select() == []
+
+
+# ---------------------------------------------------------------- Lua -> Python arrays
+
+ARRAYS = [
+    "{1, 'abc', 3}", "{}", "{box.NULL, 2}", "{1, nil, 3}", "{[1] = 1, [3] = 3}",
+    "{[2] = 'x'}", "{[10] = 1}", "{[4] = 4, [8] = 8}", "{true, false, 1.5, -0.0}",
+    "{'\\xff\\xfe', 'é'}", "{2^53, 2^64, -2^63}", "{1ULL, -5LL, 18446744073709551615ULL}",
+    "{{1, {2}}, {a = 1}, setmetatable({}, {__serialize = 'map'})}",
+    "setmetatable({1, 2, x = 3}, {__serialize = 'seq'})",
+    "setmetatable({[1] = 1, [40] = 40}, {__serialize = 'array'})",
+    "box.tuple.new{1, 'two', {3}}",
+    "(function() local t = {} for i = 1, 64 do t[i] = i end return t end)()",
+    "(function() local t = {} for i = 1, 65 do t[i] = 'v' .. i end return t end)()",
+    "(function() local t = {} for i = 1, 300 do t[i] = i * 0.5 end return t end)()",
+    "(function() local t = {} for i = 1, 50 do t[i * 2] = i end return t end)()",
+]
+
+
+def elementwise(runtime, table):
+    """The element-by-element conversion of an array (the general path)."""
+    shape = runtime.convert._classify(table)
+    if not isinstance(shape, tuple):
+        return None
+    return [runtime.to_py(table[i]) for i in range(1, shape[1] + 1)]
+
+
+@pytest.mark.parametrize("expression", ARRAYS)
+def test_small_arrays_convert_in_one_call_as_element_by_element(runners, expression):  # noqa: F811
+    runner = runners()
+    runtime = runner.instance.runtime
+
+    def check():
+        try:
+            runner.instance.run_chunk("require('uuid')", "=x", [])
+            table = runtime.lua.eval(expression)
+            expected = elementwise(runtime, table)
+            if expected is not None:
+                unpacked = len(runtime.convert._classify(table)) == len(expected) + 2
+                assert unpacked == (len(expected) <= 64)
+                got = runtime.to_py(table)
+                assert got == expected and [type(v) for v in got] == [type(v) for v in expected]
+        finally:
+            runner.sched.stop()
+    runner.sched.run(check)
+
+
+# ------------------------------------------------- plain (one-part) index entry keys
+
+PLAIN_VALUES = {
+    "unsigned": st.integers(0, 12),
+    "string": st.sampled_from(["", "a", "ab", "b", "B", "é", "e"]),
+    "number": st.one_of(st.integers(-4, 4), st.sampled_from([-1.5, 0.5, 2.0, float("nan"),
+                                                            float("inf")])),
+    "scalar": st.one_of(st.booleans(), st.integers(-3, 3), st.sampled_from(["a", "b"]),
+                        st.sampled_from([b"", b"a"]), st.sampled_from([0.5, float("nan")])),
+}
+PLAIN_PARTS = [("unsigned", None), ("string", None), ("string", "unicode_ci"),
+               ("number", None), ("scalar", None)]
+
+
+class FakeSpace:
+    name = "s"
+    engine = "memtx"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+@pytest.mark.parametrize("ftype, collation", PLAIN_PARTS)
+@pytest.mark.parametrize("index_type", ["TREE", "HASH"])
+def test_plain_keyed_indexes_match_a_naive_model(ftype, collation, index_type, data):
+    """A unique one-part index keys its entries by the part key alone: lookups and
+    every iterator give what a model ordered by that part key gives, and the rest of
+    an iteration resumed after a tuple (Lua's pairs) is the rest of the iteration."""
+    part = KeyPart(0, ftype, collation=collation)
+    make = TreeIndex if index_type == "TREE" else HashIndex
+    index = make(FakeSpace(), IndexDef(0, "pk", index_type, [part]))
+    assert index._plain
+    values = data.draw(st.lists(PLAIN_VALUES[ftype], max_size=25))
+    model = {}
+    for n, value in enumerate(values):
+        tup = (value, n)
+        replaced = model.get(part.sort_key(value))
+        assert index.replace(None, tup, DupMode.REPLACE_OR_INSERT) == replaced
+        model[part.sort_key(value)] = tup
+    for doomed in data.draw(st.lists(st.sampled_from(values), max_size=5)) if values else ():
+        old = model.pop(part.sort_key(doomed), None)
+        if old is not None:
+            assert index.replace(old, None, DupMode.REPLACE_OR_INSERT) == old
+    assert len(index) == len(model)
+    probe = data.draw(PLAIN_VALUES[ftype])
+    sp = part.sort_key(probe)
+    assert index.get([probe]) == model.get(sp)
+    if index_type == "HASH":
+        assert index.select([probe], "EQ") == ([model[sp]] if sp in model else [])
+        assert sorted(map(repr, index.select([], "ALL"))) == sorted(map(repr, model.values()))
+        return
+    order = [model[k] for k in sorted(model)]
+    expected = {
+        "EQ": [t for t in order if part.sort_key(t[0]) == sp],
+        "GE": [t for t in order if part.sort_key(t[0]) >= sp],
+        "ALL": [t for t in order if part.sort_key(t[0]) >= sp],
+        "GT": [t for t in order if part.sort_key(t[0]) > sp],
+        "REQ": [t for t in order if part.sort_key(t[0]) == sp][::-1],
+        "LE": [t for t in order if part.sort_key(t[0]) <= sp][::-1],
+        "LT": [t for t in order if part.sort_key(t[0]) < sp][::-1],
+    }
+    for it, tuples in expected.items():
+        assert index.select([probe], it) == tuples, it
+        if tuples:
+            resumed = list(iterate_after(index, IteratorType[it], [probe], tuples[0]))
+            assert resumed == tuples[1:], it
+    assert index.select([], "ALL") == order
