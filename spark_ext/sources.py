@@ -7,7 +7,7 @@ Options:
   path        a file, a directory or a glob (required; `load(path)` sets it)
   split_size  bytes per partition for large files (default 64 MiB); files are
               split at block boundaries
-  batch_rows  rows per Arrow batch (default 8192)
+  batch_rows  most rows per Arrow batch (default 8192)
   json        "false" leaves the *_json columns null (faster)
   exclude     JSON list of file paths not to read (the Parquet mirror's files)
   pushdown    "false": take no filters (Spark applies them all after the scan)
@@ -39,7 +39,9 @@ only, or pass `pushdown=false`; box.spark does (context.py).
 """
 from __future__ import annotations
 
+import gc
 import json
+import sys
 from collections.abc import Iterator
 
 from pyspark.sql.datasource import (
@@ -68,6 +70,39 @@ def _condition(spark_filter) -> tuple | None:
         value = tuple(value)
     condition = (attribute[0], op, value)
     return condition if RowFilter().add(*condition) else None
+
+
+# What `python -m` ran in a Spark Python worker: the daemon that forks the
+# workers, or a worker started alone (spark.python.use.daemon=false).
+_WORKER_MAINS = frozenset({"pyspark.daemon", "pyspark.worker"})
+_worker_heap_frozen = False
+
+
+def in_spark_worker() -> bool:
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    return getattr(spec, "name", None) in _WORKER_MAINS
+
+
+def freeze_worker_heap() -> None:
+    """pyspark's daemon runs a full gc.collect() after every task of a reused
+    Python worker. With pyarrow, numpy and the compiled walker loaded that is a
+    pass over ~130,000 long-lived objects (~30 ms, measured), for every task,
+    and the next task waits for it. After the first task of a worker everything
+    those modules keep exists; moving it to the permanent generation
+    (gc.freeze) leaves the later collections only what the tasks make.
+    Only in Spark's Python workers: other processes keep their collector as is."""
+    global _worker_heap_frozen
+    if _worker_heap_frozen or not in_spark_worker():
+        return
+    _worker_heap_frozen = True
+    gc.collect()                      # what is garbage now is not kept forever
+    gc.freeze()
+
+
+def _worker_batches(batches: Iterator) -> Iterator:
+    """A task's batches; the first task of a worker freezes its heap at its end."""
+    yield from batches
+    freeze_worker_heap()
 
 
 class TaskPartition(InputPartition):
@@ -116,8 +151,8 @@ class _Reader(DataSourceReader):
         task = partition.value
         if not isinstance(task, ScanTask):
             return iter(())           # pyspark's placeholder partition of an empty plan
-        return scan(task, self._filters(), batch_rows=self.batch_rows,
-                    with_json=self.with_json, columns=self.columns)
+        return _worker_batches(scan(task, self._filters(), batch_rows=self.batch_rows,
+                                    with_json=self.with_json, columns=self.columns))
 
 
 class _StreamReader(DataSourceStreamReader):
@@ -145,8 +180,8 @@ class _StreamReader(DataSourceStreamReader):
         task = partition.value
         if not isinstance(task, ScanTask):
             return iter(())
-        return scan(task, batch_rows=self.batch_rows, with_json=self.with_json,
-                    columns=self.columns)
+        return _worker_batches(scan(task, batch_rows=self.batch_rows,
+                                    with_json=self.with_json, columns=self.columns))
 
     def commit(self, end: dict) -> None:
         """Nothing to release: the WAL belongs to the instance (its GC)."""

@@ -353,3 +353,52 @@ def gather(buf, starts, ends):
             values[at:at + length] = buf[s:s + length]
             at += length
     return offsets, values
+
+
+@njit(cache=True, nogil=True)
+def gather_codes(blob, bounds, codes):
+    """Arrow int32 offsets and bytes of a string column whose row i holds
+    blob[bounds[c]:bounds[c + 1]] for c = codes[i] (a code -1 is empty; the
+    caller marks it null). Names are short: bytes are copied one by one, as
+    a slice per row costs more than the copy (measured)."""
+    n = codes.shape[0]
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    for i in range(n):
+        c = codes[i]
+        offsets[i + 1] = offsets[i] + (bounds[c + 1] - bounds[c] if c >= 0 else 0)
+    values = np.empty(offsets[n], dtype=np.uint8)
+    for i in range(n):
+        c = codes[i]
+        if c >= 0:
+            first, at = bounds[c], offsets[i]
+            for j in range(bounds[c + 1] - first):
+                values[at + j] = blob[first + j]
+    return offsets, values
+
+
+@njit(cache=True, nogil=True)
+def factorize_small(values, limit):
+    """(True, distinct values ascending, each value's int32 position among
+    them) when every value is in [-1, limit); (False, empty, empty) when one
+    is not. One table lookup per value: request types and space ids are small."""
+    n = values.shape[0]
+    high = -1
+    for i in range(n):
+        v = values[i]
+        if v < -1 or v >= limit:
+            return False, np.empty(0, np.int64), np.empty(0, np.int32)
+        high = max(high, v)
+    table = np.full(high + 2, -1, np.int32)       # value + 1 -> its position
+    for i in range(n):
+        table[values[i] + 1] = 0
+    found = np.empty(high + 2, np.int64)
+    k = 0
+    for j in range(high + 2):
+        if table[j] == 0:
+            table[j] = k
+            found[k] = j - 1
+            k += 1
+    inverse = np.empty(n, np.int32)
+    for i in range(n):
+        inverse[i] = table[values[i] + 1]
+    return True, found[:k], inverse

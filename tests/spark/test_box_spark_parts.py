@@ -242,3 +242,35 @@ def test_pyspark_is_not_imported_until_box_spark_is_used(tmp_path):
     heavy = [m for m in imported if m.split(".")[0] in ("pyspark", "pyarrow", "py4j")
              or m.startswith("spindle.spark_ext")]
     assert heavy == []
+
+
+def test_worker_heap_is_frozen_in_spark_workers_only(monkeypatch):
+    import gc
+    import types
+
+    from spindle.spark_ext import sources
+    monkeypatch.setattr(sources, "_worker_heap_frozen", False)
+    before = gc.get_freeze_count()
+    assert not sources.in_spark_worker()
+    assert list(sources._worker_batches(iter([1, 2]))) == [1, 2]
+    assert gc.get_freeze_count() == before and not sources._worker_heap_frozen
+
+    worker_main = types.ModuleType("__main__")
+    worker_main.__spec__ = types.SimpleNamespace(name="pyspark.daemon")
+    monkeypatch.setitem(sys.modules, "__main__", worker_main)
+    try:
+        assert sources.in_spark_worker()
+        assert list(sources._worker_batches(iter([3]))) == [3]
+        assert sources._worker_heap_frozen and gc.get_freeze_count() > 0
+        frozen = gc.get_freeze_count()
+        list(sources._worker_batches(iter([4])))
+        assert gc.get_freeze_count() == frozen          # once per worker
+    finally:
+        gc.unfreeze()
+
+
+def test_local_sessions_use_the_throughput_collector():
+    local = session_module.default_conf("local[2]")["spark.driver.extraJavaOptions"]
+    remote = session_module.default_conf("spark://host:7077")["spark.driver.extraJavaOptions"]
+    assert "-XX:+UseParallelGC" in local.split() and "-Dlog4j2.configurationFile=" in local
+    assert "-XX:+UseParallelGC" not in remote.split()

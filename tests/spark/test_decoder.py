@@ -374,3 +374,26 @@ def test_copy_of_fixture_dir_gives_same_rows(tmp_path):
     shutil.copytree(MASTER, copy)
     original, copied = read(MASTER), read(copy)
     assert original.drop(["file"]).to_pylist() == copied.drop(["file"]).to_pylist()
+
+
+def _zstd_outcome(decompress, data):
+    try:
+        return decompress(data)
+    except ValueError as exc:
+        return type(exc), str(exc)
+
+
+def test_block_decompression_agrees_with_the_general_one():
+    """The scan's decompressor (one reused context) gives zstd_decompress's
+    bytes, and its errors, for every shape of payload."""
+    import zstandard
+
+    from spindle.core.xlog.format import zstd_compress, zstd_decompress
+    from spindle.spark_ext.scan import _decompress
+    one = zstd_compress(b"row" * 5000)
+    other = zstd_compress(b"other rows")
+    with_size = zstandard.ZstdCompressor().compress(b"content size in the frame")
+    for data in (one, other, one + other, with_size, zstd_compress(b""), one[:-3], one[:10],
+                 b"", b"\x28\xb5\x2f\xfd garbage", one + b"\x00", b"not zstd at all"):
+        assert _zstd_outcome(_decompress, data) == _zstd_outcome(zstd_decompress, data)
+    assert _decompress(one) == _decompress(one) == b"row" * 5000     # the context is reusable

@@ -267,3 +267,30 @@ def test_factorize_agrees_with_unique():
         want_found, want_inverse = np.unique(values, return_inverse=True)
         assert found.tolist() == want_found.tolist()
         assert inverse.tolist() == want_inverse.tolist() and inverse.dtype == np.int32
+
+
+def test_string_columns_agree_with_arrow_take():
+    from spindle.spark_ext.scan import _strings
+    rng = np.random.default_rng(11)
+    for names, codes in ((["INSERT", "", "ünïcode", "x" * 300], rng.integers(-1, 4, 1000)),
+                         (["users"], np.array([0, 0, -1, 0])),
+                         ([], np.array([-1, -1])),
+                         (["a", "b"], np.array([], np.int64))):
+        codes = codes.astype(np.int32)
+        got = _strings(names, codes)
+        want = pa.array(names, pa.string()).take(pa.array(codes, mask=codes < 0))
+        got.validate(full=True)
+        assert got.type == pa.string() and got.equals(want)
+
+
+@pytest.mark.parametrize("batch_rows", [1, 7, 100, 8192])
+@pytest.mark.parametrize("conditions", [(), (("space_id", ">=", 512),), (("lsn", "<", 30),)],
+                         ids=str)
+def test_batches_hold_at_most_batch_rows_and_the_same_rows(tarantool_data, monkeypatch,
+                                                            batch_rows, conditions):
+    filters = RowFilter.from_conditions(conditions)
+    whole = scan_table(tarantool_data, "xlog", monkeypatch, filters=filters, batch_rows=1 << 30)
+    batches = [b for task in plan_tasks(str(tarantool_data), "xlog", filters)
+               for b in Scan(task, filters, batch_rows=batch_rows).batches()]
+    assert all(0 < b.num_rows <= batch_rows for b in batches)
+    assert pa.Table.from_batches(batches, schema=whole.schema).equals(whole)
