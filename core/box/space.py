@@ -208,9 +208,11 @@ class Space:
 
     def validate_tuple(self, tup: Any) -> tuple:
         """Format check of a tuple to store; returns it as a Python tuple."""
+        if type(tup) is list:       # as decoded from MsgPack: checked in its stored form
+            tup = tuple(tup)
         if type(tup) is tuple and self._fits(tup):
             return tup
-        # the full check: finds which error to raise (or takes a list)
+        # the full check: finds which error to raise (or takes a list subclass)
         if not isinstance(tup, (list, tuple)):
             raise ClientError(ErrorCode.ER_TUPLE_NOT_ARRAY)
         n = len(tup)
