@@ -87,13 +87,15 @@ class WalTail:
 
     def append(self, rows: list[XRow], vclock_after: VClock,
                encoded: list[bytes] | None = None) -> None:
+        """Keep one batch. `rows` and `encoded` are kept as given, not copied: the
+        WAL hands each batch lists nobody changes afterwards, and a copy would be
+        one more object per write for the collector to track while it is kept."""
         if encoded is None:
             size = sum(len(row.body or b"") + _ROW_OVERHEAD for row in rows)
         else:
             # the bytes, and about as much again in the rows (bodies, headers)
             size = 2 * sum(map(len, encoded))
-        self.batches.append(TailBatch(self.next_seq, list(rows), vclock_after, size,
-                                      encoded))
+        self.batches.append(TailBatch(self.next_seq, rows, vclock_after, size, encoded))
         self.next_seq += 1
         self.rows += len(rows)
         self.bytes += size
