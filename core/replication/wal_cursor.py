@@ -42,7 +42,7 @@ from spindle.core.vclock import VClock
 from spindle.core.xlog.files import XlogReader, format_filename
 from spindle.core.xlog.format import XLOG, XlogError, decode_block_rows, split_transactions
 
-from .wal_tail import WalTail, vclock_covers
+from .wal_tail import TailBatch, WalTail, vclock_covers
 from .wire_tx import NotForwardable, WireRun, WireTx, decode_tail, plain_tx, scan_block
 
 READ_CHUNK = 128 * 1024        # bytes read from a file at a time (a block is ~128 KiB)
@@ -155,16 +155,33 @@ class WalCursor:
             got_batch = True
             self._tail_seq += 1
             if batch.encoded is not None and self._wire_sync is not None:
-                rows += self._take_encoded(batch.rows, batch.encoded, run, out)
+                if batch.rows is None:
+                    rows += self._take_span(batch, run, out)
+                else:
+                    rows += self._take_encoded(batch.rows, batch.encoded, run, out)
                 continue
             run.flush(out)
-            for tx in split_transactions(batch.rows)[0]:
+            for tx in split_transactions(batch.xrows())[0]:
                 fresh = drop_covered(tx, self.vclock)
                 if fresh:
                     out.append(fresh)
                     rows += len(fresh)
         run.flush(out)
         return out if got_batch else None
+
+    def _take_span(self, batch: TailBatch, run: WireRun, out: list[Transaction]) -> int:
+        """_take_encoded of a span (wal_tail.py): whole, by its LSN range, unless the
+        cursor has part of it (then its rows, decoded, as any batch's)."""
+        vclock = self.vclock
+        have = vclock.get(batch.replica_id)
+        if have >= batch.lsn:
+            return 0
+        if have >= batch.first_lsn:
+            return self._take_encoded(batch.xrows(), batch.encoded, run, out)
+        vclock.reset(batch.replica_id, batch.lsn)
+        run.add_span(batch.replica_id, batch.first_lsn, batch.lsn, batch.timestamp,
+                     batch.encoded, out)
+        return batch.count
 
     def _take_encoded(self, rows: list[XRow], encoded: list[bytes], run: WireRun,
                       out: list[Transaction]) -> int:

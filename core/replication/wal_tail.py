@@ -17,29 +17,52 @@ Invariants the cursor relies on:
   after it is in the tail, every row before it only in the files;
 * the tail is bounded (rows and bytes); dropping the oldest batches moves
   `base_vclock` forward. A relay whose next batch was dropped goes back to files.
+
+A batch whose rows the relay forwards as written — one replica id, growing LSNs,
+none GROUP_LOCAL (wire_tx.plain_tx over the whole batch), the usual local
+transaction — is kept as a *span*: its bytes and LSN range, not its XRows. Kept
+XRows cost the writer more than the appending itself: tens of thousands of live
+objects for the collector to traverse and for the allocator to spread out (about 1
+µs per 1-row transaction, scripts/bench/master_commit.py --tail). A reader that needs
+a span's rows (a cursor with part of it already) decodes them from the bytes.
 """
 from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 from spindle.core.fiber import Cond
 from spindle.core.iproto.xrow import XRow
 from spindle.core.vclock import VClock
+from spindle.core.xlog.format import decode_rows
+
+from .wire_tx import plain_tx
 
 DEFAULT_MAX_ROWS = 50_000
 DEFAULT_MAX_BYTES = 16 << 20
 _ROW_OVERHEAD = 48          # header fields of an encoded row, roughly
+_SPAN_OVERHEAD = 200        # a span's batch and vclock, roughly
 
 
 @dataclass(slots=True)
 class TailBatch:
-    seq: int                 # position in the tail's history, never reused
-    rows: list[XRow]         # whole transactions, in WAL order
+    rows: list[XRow] | None  # whole transactions, in WAL order; None for a span
     vclock_after: VClock     # the WAL vclock right after these rows
-    size: int                # approximate encoded size
-    encoded: list[bytes] | None = None   # each row as the WAL wrote it, if known
+    size: int                # approximate memory kept
+    count: int               # rows in the batch
+    encoded: Sequence[bytes] | None = None   # each row as the WAL wrote it, if known
+    # a span's rows: replica_id's LSNs first_lsn..lsn; the last one's timestamp
+    replica_id: int = 0
+    first_lsn: int = 0
+    lsn: int = 0
+    timestamp: float = 0.0
+
+    def xrows(self) -> list[XRow]:
+        """The rows, decoded from their bytes when the batch is a span."""
+        if self.rows is not None:
+            return self.rows
+        return decode_rows(b"".join(self.encoded))
 
 
 def vclock_covers(vclock: VClock, other: VClock) -> bool:
@@ -87,17 +110,25 @@ class WalTail:
 
     def append(self, rows: list[XRow], vclock_after: VClock,
                encoded: list[bytes] | None = None) -> None:
-        """Keep one batch. `rows` and `encoded` are kept as given, not copied: the
-        WAL hands each batch lists nobody changes afterwards, and a copy would be
-        one more object per write for the collector to track while it is kept."""
+        """Keep one batch: a span when the WAL gave its bytes and plain_tx takes it
+        whole. `rows` and `encoded` are kept as given, not copied: the WAL hands
+        each batch lists nobody changes afterwards."""
+        count = len(rows)
         if encoded is None:
             size = sum(len(row.body or b"") + _ROW_OVERHEAD for row in rows)
+            batch = TailBatch(rows, vclock_after, size, count)
+        elif plain_tx(rows):
+            last = rows[-1]
+            size = sum(map(len, encoded)) + _SPAN_OVERHEAD
+            batch = TailBatch(None, vclock_after, size, count, encoded, last.replica_id,
+                              rows[0].lsn, last.lsn, last.timestamp)
         else:
             # the bytes, and about as much again in the rows (bodies, headers)
             size = 2 * sum(map(len, encoded))
-        self.batches.append(TailBatch(self.next_seq, rows, vclock_after, size, encoded))
+            batch = TailBatch(rows, vclock_after, size, count, encoded)
+        self.batches.append(batch)
         self.next_seq += 1
-        self.rows += len(rows)
+        self.rows += count
         self.bytes += size
         if self.rows > self.max_rows or self.bytes > self.max_bytes:
             self._trim()
@@ -117,7 +148,7 @@ class WalTail:
         while drop < len(self.batches) - 1 and (self.rows > rows_goal
                                                  or self.bytes > bytes_goal):
             batch = self.batches[drop]
-            self.rows -= len(batch.rows)
+            self.rows -= batch.count
             self.bytes -= batch.size
             drop += 1
         if drop:

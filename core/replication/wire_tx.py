@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 import struct
+from collections.abc import Sequence
 
 import msgpack
 
@@ -131,30 +132,41 @@ class WireRun:
     none of it, with the commit flag on the last row kept, as they would of its
     transactions one by one."""
 
-    __slots__ = ("sync", "rows", "encoded")
+    __slots__ = ("sync", "replica_id", "first_lsn", "lsn", "timestamp", "encoded")
 
     def __init__(self, sync: int):
         self.sync = sync
-        self.rows: list[XRow] = []
+        self.replica_id = self.first_lsn = self.lsn = 0
+        self.timestamp = 0.0
         self.encoded: list[bytes] = []
 
-    def add(self, rows: list[XRow], encoded: list[bytes], out: list) -> None:
+    def add(self, rows: list[XRow], encoded: Sequence[bytes], out: list) -> None:
         """Append a transaction (after growing LSNs); a run of another replica id
         goes to `out` first."""
-        if self.rows and self.rows[0].replica_id != rows[0].replica_id:
+        last = rows[-1]
+        self.add_span(last.replica_id, rows[0].lsn, last.lsn, last.timestamp, encoded, out)
+
+    def add_span(self, replica_id: int, first_lsn: int, lsn: int, timestamp: float,
+                 encoded: Sequence[bytes], out: list) -> None:
+        """add() of transactions known by their replica id, LSN range and last
+        timestamp alone (a span of the WAL tail)."""
+        if self.encoded and self.replica_id != replica_id:
             self.flush(out)
-        self.rows += rows
+        if not self.encoded:
+            self.replica_id, self.first_lsn = replica_id, first_lsn
+        self.lsn, self.timestamp = lsn, timestamp
         self.encoded += encoded
 
     def flush(self, out: list) -> None:
-        """The run so far, as one WireTx, to `out`."""
-        rows = self.rows
-        if rows:
-            last = rows[-1]
-            out.append(WireTx(last.replica_id, rows[0].lsn, last.lsn, last.timestamp,
-                              len(rows), frame_rows(self.encoded, self.sync), b"", 0, 0,
-                              rows))
-            self.rows, self.encoded = [], []
+        """The run so far, as one WireTx, to `out` (its rows, if a filter needs them,
+        decoded from the bytes)."""
+        encoded = self.encoded
+        if encoded:
+            payload = b"".join(encoded)
+            out.append(WireTx(self.replica_id, self.first_lsn, self.lsn, self.timestamp,
+                              len(encoded), frame_rows(encoded, self.sync), payload, 0,
+                              len(payload)))
+            self.encoded = []
 
 
 class NotForwardable(Exception):

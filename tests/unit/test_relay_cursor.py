@@ -11,10 +11,11 @@ import pytest
 
 from spindle.core.fiber import Scheduler
 from spindle.core.fiber.coio import run_in_thread
-from spindle.core.iproto.constants import IprotoType
+from spindle.core.iproto.constants import GroupId, IprotoType
 from spindle.core.iproto.xrow import XRow, encode_dml_body
 from spindle.core.replication.wal_cursor import WalCursor, XlogGapError
 from spindle.core.replication.wal_tail import WalTail
+from spindle.core.replication.wire_tx import WireTx
 from spindle.core.vclock import VClock
 from spindle.core.wal.writer import WalWriter
 from spindle.core.xlog.format import EOF_MARKER_BYTES
@@ -80,7 +81,7 @@ def test_tail_drops_the_oldest_batches_and_moves_its_base(run, sched, wal):
         for key in range(6):
             wal.write([insert(key)])
         assert tail.rows <= 4 and tail.first_seq > 0
-        first_kept = tail.batches[0].rows[0].lsn
+        first_kept = tail.batches[0].xrows()[0].lsn
         assert tail.base_vclock == VClock({1: first_kept - 1})
         assert not tail.reaches(VClock()) and tail.reaches(tail.base_vclock)
         with pytest.raises(LookupError):
@@ -102,6 +103,52 @@ def test_a_cursor_at_the_wal_vclock_follows_the_tail(run, sched, wal):
         txs = drain(cursor)
         assert [[row.lsn for row in tx] for tx in txs] == [[2], [3, 4]]
         assert cursor.vclock == VClock({1: 4}) and drain(cursor) == []
+    run(main)
+
+
+def test_a_plain_batch_is_kept_as_a_span_of_its_bytes(run, sched, wal):
+    """The usual local transaction keeps no XRows in the tail; decoded, its bytes
+    give back the rows as the WAL signed them. A batch with a GROUP_LOCAL row (not
+    forwarded as written) keeps its rows."""
+    def main():
+        tail = WalTail(sched, wal)
+        rows = [insert(1), insert(2), insert(3)]
+        wal.write(rows)
+        local = XRow(type=IprotoType.INSERT, group_id=GroupId.LOCAL,
+                     body=encode_dml_body(IprotoType.INSERT, 513, tuple=[1]))
+        wal.write([insert(4), local])
+        span, kept = tail.batches
+        assert span.rows is None and span.count == 3
+        assert (span.replica_id, span.first_lsn, span.lsn) == (1, 1, 3)
+        assert span.timestamp == rows[-1].timestamp
+        assert span.xrows() == rows
+        assert [(row.lsn, row.tsn, row.is_commit) for row in span.xrows()] == [
+            (1, 1, False), (2, 1, False), (3, 1, True)]
+        assert kept.rows is not None and kept.count == 2 and kept.xrows() is kept.rows
+        tail.detach()
+    run(main)
+
+
+def wire_frames(txs, sync: int) -> bytes:
+    """What a relay sends of the cursor's transactions, none filtered out."""
+    return b"".join(tx.frames if isinstance(tx, WireTx)
+                    else b"".join(row.encode_frame(sync) for row in tx) for tx in txs)
+
+
+@pytest.mark.parametrize("have", [0, 1, 2, 3, 4])
+def test_a_relay_cursor_takes_a_span_whole_or_what_it_lacks_of_it(run, sched, wal, have):
+    """A cursor with none of a span gets it whole; one inside it (a master-master
+    peer's start vclock) the rows after its vclock; one past it nothing."""
+    def main():
+        tail = WalTail(sched, wal)
+        rows = [insert(1), insert(2), insert(3)]
+        wal.write(rows)
+        cursor = WalCursor(wal, tail, VClock({1: have}), wire_sync=7)
+        assert cursor.mode == "tail"
+        sent = wire_frames(drain(cursor), 7)
+        assert sent == b"".join(row.encode_frame(7) for row in rows[have:])
+        assert cursor.vclock == VClock({1: max(have, 3)})
+        tail.detach()
     run(main)
 
 
