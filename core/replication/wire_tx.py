@@ -74,11 +74,10 @@ class WireTx:
     body); `rows()` decodes them as the general path sees them."""
 
     __slots__ = ("replica_id", "first_lsn", "lsn", "timestamp", "count", "frames",
-                 "_payload", "_start", "_end", "_rows")
+                 "_payload", "_start", "_end")
 
     def __init__(self, replica_id: int, first_lsn: int, lsn: int, timestamp: float,
-                 count: int, frames: bytes, payload: bytes, start: int, end: int,
-                 rows: list[XRow] | None = None):
+                 count: int, frames: bytes, payload: bytes, start: int, end: int):
         self.replica_id = replica_id
         self.first_lsn = first_lsn
         self.lsn = lsn
@@ -88,11 +87,8 @@ class WireTx:
         self._payload = payload
         self._start = start
         self._end = end
-        self._rows = rows           # the rows themselves, when the maker had them
 
     def rows(self) -> list[XRow]:
-        if self._rows is not None:
-            return list(self._rows)
         return decode_rows(self._payload[self._start:self._end])
 
     def __repr__(self) -> str:
