@@ -71,8 +71,11 @@ GC_CHECK_INTERVAL = 0.5       # at most this often an ACK moves the GC consumer
 # Rows written this soon after the relay's last send wait for the rest of the window
 # (relay_hold_back), unless synchronous transactions are pending. Master CPU per
 # 1-row transaction with a replica following (live, 2-vCPU VM): ~82 µs sending each
-# WAL write at once, ~40 with 0.5 ms, ~34 with 1 ms.
-COALESCE_WINDOW = 0.001
+# WAL write at once, ~40 with 0.5 ms, ~34 with 1 ms (fourth pass); after later
+# passes ~26 with 1 ms, ~24-25 with 2 ms, ~23 with 3 ms, ~22 with 10 ms
+# (scripts/bench/master_commit.py --replica). 2 ms: most of the saving, for at most
+# 2 ms more lag of a steady stream of asynchronous rows.
+COALESCE_WINDOW = 0.002
 _pack_u32 = struct.Struct(">I").pack
 
 
@@ -613,6 +616,11 @@ def relay_subscribe_f(relay: Relay) -> None:
     while True:
         relay.check()
         if relay_send_ready(relay):
+            if cursor.caught_up():
+                # What comes next waits for the end of the window this send opened
+                # (relay_hold_back) whether or not it has come yet: waking for its
+                # first row only to hold for the rest cost one more switch per send.
+                relay_hold_back(relay)
             continue
         now = sched.clock()
         deadline = relay.last_row_time + replication_timeout(box)
@@ -625,14 +633,14 @@ def relay_subscribe_f(relay: Relay) -> None:
 
 
 def relay_hold_back(relay: Relay) -> bool:
-    """Rows came soon after the last send: let the WAL write more for the rest of
-    COALESCE_WINDOW (True: held), so that a stream of small transactions goes out
-    in a few big writes. Each write costs the master a loop iteration (the
-    committer yields to the relay), a send and later an ACK to read — most of its
-    CPU per 1-row transaction with a replica attached. Rows wait at most that
-    long; a trickle of transactions goes out at once, and nothing written while
-    synchronous transactions are pending waits (the tail marks such batches
-    urgent: one written during the hold ends it)."""
+    """Right after a send, or when rows came soon after it: let the WAL write more
+    for the rest of COALESCE_WINDOW (True: held), so that a stream of small
+    transactions goes out in a few big writes. Each write costs the master a loop
+    iteration (the committer yields to the relay), a send and later an ACK to read
+    — most of its CPU per 1-row transaction with a replica attached. Rows wait at
+    most that long; a trickle of transactions goes out at once, and nothing
+    written while synchronous transactions are pending waits (the tail marks such
+    batches urgent: one written during the hold ends it)."""
     sched = relay.sched
     left = relay.last_row_time + COALESCE_WINDOW - sched.clock()
     if left <= 0 or relay.cursor.urgent_unread():

@@ -122,6 +122,10 @@ class WalCursor:
         """Park until the WAL writes something new (or `timeout`)."""
         return self.tail.cond.wait(timeout)
 
+    def caught_up(self) -> bool:
+        """Whether the cursor reads the tail and has read every batch in it."""
+        return self._tail_seq is not None and self._tail_seq >= self.tail.next_seq
+
     def urgent_unread(self) -> bool:
         """Whether a batch the tail marked urgent is not read yet (True while the
         cursor reads files: it never waits there)."""

@@ -282,6 +282,49 @@ def test_a_sync_transaction_written_while_holding_ends_the_hold(run, sched, tmp_
     run(main)
 
 
+def test_the_sender_wakes_once_per_send_while_rows_keep_coming(run, sched, tmp_path,
+                                                               clock):
+    """Rows written right after a send go out at the end of the window it opened,
+    the sender parked for it in one wait (not woken by the first row only to hold
+    for the rest); a row after an idle window goes out at once."""
+    relay = make_relay(sched, tmp_path, Limbo())
+    window = relay_module.COALESCE_WINDOW
+    sends = []
+    socket = relay.stream.sock.sock
+    plain_send = socket.send
+
+    def send(data):
+        sends.append(clock())
+        return plain_send(data)
+    socket.send = send
+
+    def main():
+        start = clock()
+        relay.fiber = sched.spawn(relay_module.relay_subscribe_f, relay)
+        sched.yield_()
+        assert sends == [start]                     # the first heartbeat
+        tail = relay.cursor.tail
+        tail.append(tx(1, 1, 1), VClock({1: 1}))    # right after a send: waits
+        sched.sleep(window / 4)
+        switches = relay.fiber.csw
+        tail.append(tx(1, 2, 1), VClock({1: 2}))
+        sched.sleep(window)
+        assert sends == pytest.approx([start, start + window])
+        tail.append(tx(1, 3, 1), VClock({1: 3}))    # written right after that send
+        sched.sleep(1.5 * window)
+        assert sends == pytest.approx([start, start + window, start + 2 * window])
+        # one wakeup per send: the end of the window each one opened
+        assert relay.fiber.csw - switches == 2
+        sched.sleep(1.5 * window)                   # idle for a window: at once
+        tail.append(tx(1, 4, 1), VClock({1: 4}))
+        sched.yield_()
+        sched.yield_()
+        assert sends[-1] == clock() and len(sends) == 4
+        sched.cancel(relay.fiber)
+        tail.detach()
+    run(main)
+
+
 # ------------------------------------------------------------------- ACKs
 
 class BufferedReader:
