@@ -156,8 +156,8 @@ def run_instance(per_txn: int, rows: int, repeat: int, tail: bool, replica: bool
                       f"{rows / wall:,.0f} rows/s")
                 if profiler:
                     pstats.Stats(profiler).sort_stats("tottime").print_stats(30)
-                    if os.environ.get("PSTATS_OUT"):
-                        profiler.dump_stats(os.environ["PSTATS_OUT"])
+                    if os.environ.get("MASTER_COMMIT_PSTATS"):   # for pstats callers
+                        profiler.dump_stats(os.environ["MASTER_COMMIT_PSTATS"])
         finally:
             instance.sched.stop()
 
@@ -179,7 +179,8 @@ def main() -> None:
     parser.add_argument("--replica", action="store_true",
                         help="run until a Spindle replica process has every row")
     parser.add_argument("--profile", action="store_true",
-                        help="cProfile the last run of each size")
+                        help="cProfile the last run of each size (and save the stats in "
+                             "the file $MASTER_COMMIT_PSTATS names, if set)")
     args = parser.parse_args()
     gc.set_threshold(*COLLECTOR_THRESHOLDS)
     for per_txn in args.per_txn:
