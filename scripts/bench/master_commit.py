@@ -5,16 +5,16 @@
 
 A fresh instance (wal_mode 'write', in a temporary directory) runs the Lua loop of
 scripts/bench/replication.py: `box.begin()`, K `box.space.t:insert{k}`, `box.commit()`,
-for N rows. Reported: process CPU time (time.process_time, every thread) per row, and
-the collector's share (gc.callbacks), and rows per second. This is the master's side of the live
-replication benchmark without a replica: the Lua calls, the transaction, the WAL
-write. `--tail` attaches the in-memory WAL tail a relay reads (wal_tail.py) as the
-first SUBSCRIBE does, to measure what keeping the rows for relays costs the writer.
-`--replica` starts a Spindle replica process of this instance instead: each run then
-lasts until the replica has every row (its ACK), and the CPU per row is the master's
-live share with a real relay (reading the tail, framing, sending, ACKs).
-A warm-up of 20,000 rows precedes the measured runs. The collector runs with the
-server's thresholds (shell/launcher.py).
+for N rows. Reported: process CPU time (time.process_time, every thread) per row,
+the collector's share of it (gc.callbacks), and rows per second. Alone, this is the
+master's side of the live replication benchmark without its relay: the Lua calls,
+the transaction, the WAL write. `--tail` attaches the in-memory WAL tail a relay
+reads (wal_tail.py) as the first SUBSCRIBE does, to measure what keeping the rows
+for relays costs the writer. `--replica` starts a Spindle replica process of this
+instance instead: each run then lasts until the replica has ACKed every row, and
+the CPU per row is the master's live share with a real relay (reading the tail,
+framing, sending, ACKs). A warm-up of 20,000 rows precedes the measured runs. The
+collector runs with the server's thresholds (shell/launcher.py).
 """
 from __future__ import annotations
 
@@ -174,10 +174,12 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=50_000)
     parser.add_argument("--per-txn", type=int, nargs="+", default=[1, 100])
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--tail", action="store_true",
-                        help="attach the WAL tail relays read (as a subscribed replica does)")
-    parser.add_argument("--replica", action="store_true",
-                        help="run until a Spindle replica process has every row")
+    follower = parser.add_mutually_exclusive_group()
+    follower.add_argument("--tail", action="store_true",
+                          help="attach the WAL tail relays read "
+                               "(as a subscribed replica does)")
+    follower.add_argument("--replica", action="store_true",
+                          help="run until a Spindle replica process has every row")
     parser.add_argument("--profile", action="store_true",
                         help="cProfile the last run of each size (and save the stats in "
                              "the file $MASTER_COMMIT_PSTATS names, if set)")
