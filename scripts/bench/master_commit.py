@@ -1,7 +1,7 @@
 """CPU per row of a Spindle master's commit path, in one process.
 
     .venv/bin/python scripts/bench/master_commit.py [--rows N] [--per-txn K ...]
-        [--repeat R] [--tail | --replica] [--profile]
+        [--repeat R] [--tail | --replica] [--profile [FILE]]
 
 A fresh instance (wal_mode 'write', in a temporary directory) runs the Lua loop of
 scripts/bench/replication.py: `box.begin()`, K `box.space.t:insert{k}`, `box.commit()`,
@@ -91,7 +91,7 @@ def attach_tail(instance: Instance) -> None:
 
 
 def measure(per_txn: int, rows: int, repeat: int, tail: bool, replica: bool,
-            profile: bool) -> None:
+            profile: str | None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         cwd = os.getcwd()
         os.chdir(tmp)
@@ -116,7 +116,7 @@ def start_replica(instance: Instance) -> tuple[Node, Callable[[], None]]:
 
 
 def run_instance(per_txn: int, rows: int, repeat: int, tail: bool, replica: bool,
-                 profile: bool) -> None:
+                 profile: str | None) -> None:
     instance = Instance()
     collector = CollectorClock()
     node = None
@@ -137,7 +137,8 @@ def run_instance(per_txn: int, rows: int, repeat: int, tail: bool, replica: bool
             caught_up()
             first += WARM_UP_ROWS
             for run in range(repeat):
-                profiler = cProfile.Profile() if profile and run == repeat - 1 else None
+                profiler = (cProfile.Profile() if profile is not None and run == repeat - 1
+                            else None)
                 collector.take()
                 start, wall_start = time.process_time(), time.perf_counter()
                 if profiler:
@@ -156,8 +157,8 @@ def run_instance(per_txn: int, rows: int, repeat: int, tail: bool, replica: bool
                       f"{rows / wall:,.0f} rows/s")
                 if profiler:
                     pstats.Stats(profiler).sort_stats("tottime").print_stats(30)
-                    if os.environ.get("MASTER_COMMIT_PSTATS"):   # for pstats callers
-                        profiler.dump_stats(os.environ["MASTER_COMMIT_PSTATS"])
+                    if profile:       # a file to read with pstats (callers, ...)
+                        profiler.dump_stats(profile)
         finally:
             instance.sched.stop()
 
@@ -180,9 +181,9 @@ def main() -> None:
                                "(as a subscribed replica does)")
     follower.add_argument("--replica", action="store_true",
                           help="run until a Spindle replica process has every row")
-    parser.add_argument("--profile", action="store_true",
-                        help="cProfile the last run of each size (and save the stats in "
-                             "the file $MASTER_COMMIT_PSTATS names, if set)")
+    parser.add_argument("--profile", nargs="?", const="", metavar="FILE",
+                        help="cProfile the last run of each size (and save the stats "
+                             "in FILE, if given)")
     args = parser.parse_args()
     gc.set_threshold(*COLLECTOR_THRESHOLDS)
     for per_txn in args.per_txn:
