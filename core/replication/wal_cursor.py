@@ -43,7 +43,8 @@ from spindle.core.xlog.files import XlogReader, format_filename
 from spindle.core.xlog.format import XLOG, XlogError, decode_block_rows, split_transactions
 
 from .wal_tail import TailBatch, WalTail, vclock_covers
-from .wire_tx import NotForwardable, WireRun, WireTx, decode_tail, plain_tx, scan_block
+from .wire_tx import (NotForwardable, WireRun, WireTx, decode_tail, plain_tx, scan_block,
+                      unframe)
 
 READ_CHUNK = 128 * 1024        # bytes read from a file at a time (a block is ~128 KiB)
 TAIL_ROWS_PER_READ = 4096      # rows handed out of the tail per call
@@ -158,12 +159,13 @@ class WalCursor:
                 break
             got_batch = True
             self._tail_seq += 1
-            if batch.encoded is not None and self._wire_sync is not None:
-                if batch.rows is None:
+            if self._wire_sync is not None:
+                if batch.frames is not None:
                     rows += self._take_span(batch, run, out)
-                else:
+                    continue
+                if batch.encoded is not None:
                     rows += self._take_encoded(batch.rows, batch.encoded, run, out)
-                continue
+                    continue
             run.flush(out)
             for tx in split_transactions(batch.xrows())[0]:
                 fresh = drop_covered(tx, self.vclock)
@@ -181,10 +183,10 @@ class WalCursor:
         if have >= batch.lsn:
             return 0
         if have >= batch.first_lsn:
-            return self._take_encoded(batch.xrows(), batch.encoded, run, out)
+            return self._take_encoded(batch.xrows(), unframe(batch.frames), run, out)
         vclock.reset(batch.replica_id, batch.lsn)
         run.add_span(batch.replica_id, batch.first_lsn, batch.lsn, batch.timestamp,
-                     batch.encoded, out)
+                     batch.frames, batch.count, out)
         return batch.count
 
     def _take_encoded(self, rows: list[XRow], encoded: list[bytes], run: WireRun,

@@ -20,12 +20,17 @@ Invariants the cursor relies on:
 
 A batch whose rows the relay forwards as written — one replica id, growing LSNs,
 none GROUP_LOCAL (wire_tx.plain_tx over the whole batch), the usual local
-transaction — is kept as a *span*: its bytes and LSN range, not its XRows. Kept
-XRows cost the writer more than the appending itself: tens of thousands of live
-objects for the collector to traverse and for the allocator to spread out (~0.6 µs
-per row at 100 rows per transaction, scripts/bench/master_commit.py --tail). A reader
-that needs a span's rows (a cursor with part of it already) decodes them from the
-bytes.
+transaction — is kept as a *span*: its rows framed as packets with sync 0 (what a
+relay sends them as) in one buffer, and its LSN range, not its XRows. The next
+such batch of the same id is added to that span for as long as no reader has
+taken it (up to MAX_SPAN_ROWS / MAX_SPAN_BYTES), so while a relay holds back, the
+rows written meanwhile pile up in one buffer. Kept objects cost the writer more
+than the appending itself: each one is something for the collector to traverse
+and for the allocator to spread out. Kept per batch, an XRow or just a bytes
+object per row and a batch and vclock per transaction, they cost the writer
+~0.35 µs per row at 100 rows per transaction and ~4 µs per one-row transaction
+(scripts/bench/master_commit.py --tail, against no tail). A reader that needs a
+span's rows (a cursor with part of it already) decodes them from the frames.
 """
 from __future__ import annotations
 
@@ -38,10 +43,15 @@ from spindle.core.iproto.xrow import XRow
 from spindle.core.vclock import VClock
 from spindle.core.xlog.format import decode_rows
 
-from .wire_tx import plain_tx
+from .wire_tx import FRAME_HEADS, decode_frames, extend_frames, frame_head, plain_tx
 
 DEFAULT_MAX_ROWS = 50_000
 DEFAULT_MAX_BYTES = 16 << 20
+# How big a span grows while nobody reads it: bounded (and to a quarter of the
+# tail's limits) so that a reader that comes late takes, and a trim drops, a
+# bounded piece, and a bytearray stays small enough to grow in place.
+MAX_SPAN_ROWS = 4096
+MAX_SPAN_BYTES = 1 << 20
 _ROW_OVERHEAD = 48          # header fields of an encoded row, roughly
 _SPAN_OVERHEAD = 200        # a span's batch and vclock, roughly
 
@@ -53,17 +63,19 @@ class TailBatch:
     size: int                # approximate memory kept
     count: int               # rows in the batch
     encoded: Sequence[bytes] | None = None   # each row as the WAL wrote it, if known
-    # a span's rows: replica_id's LSNs first_lsn..lsn; the last one's timestamp
+    # a span's rows: packets with sync 0 of replica_id's LSNs first_lsn..lsn (growing,
+    # not necessarily consecutive); the last one's timestamp
+    frames: bytearray | None = None
     replica_id: int = 0
     first_lsn: int = 0
     lsn: int = 0
     timestamp: float = 0.0
 
     def xrows(self) -> list[XRow]:
-        """The rows, decoded from their bytes when the batch is a span."""
+        """The rows, decoded from their frames when the batch is a span."""
         if self.rows is not None:
             return self.rows
-        return decode_rows(b"".join(self.encoded))
+        return decode_frames(self.frames)
 
 
 def vclock_covers(vclock: VClock, other: VClock) -> bool:
@@ -91,6 +103,7 @@ class WalTail:
         self.cond = Cond(sched)     # broadcast on every batch: relays waiting wake up
         self.urgent: Callable[[], int] = _never      # true: a batch must not wait
         self.urgent_seq = -1        # seq of the newest batch appended while urgent
+        self._open: TailBatch | None = None   # the newest batch if a span nobody took
         self._held: set = set()     # fibers in hold()
         # a WalWriter hands over each row's bytes too; other journals (tests' fakes)
         # the rows alone
@@ -112,25 +125,27 @@ class WalTail:
     def append(self, rows: list[XRow], vclock_after: VClock,
                encoded: list[bytes] | None = None) -> None:
         """Keep one batch: a span when the WAL gave its bytes and plain_tx takes it
-        whole. `rows` and `encoded` are kept as given, not copied: the WAL hands
-        each batch lists nobody changes afterwards."""
+        whole (added to the newest span when that one is still open). `rows` and
+        `encoded` of a batch kept as rows are kept as given, not copied: the WAL
+        hands each batch lists nobody changes afterwards."""
         count = len(rows)
         if encoded is None:
             size = sum(len(row.body or b"") + _ROW_OVERHEAD for row in rows)
-            batch = TailBatch(rows, vclock_after, size, count)
+            self._add(TailBatch(rows, vclock_after, size, count))
+        elif self._open is not None and self._extend_open(rows, vclock_after, encoded):
+            pass
         elif plain_tx(rows):
             last = rows[-1]
-            size = sum(map(len, encoded)) + _SPAN_OVERHEAD
-            batch = TailBatch(None, vclock_after, size, count, encoded, last.replica_id,
-                              rows[0].lsn, last.lsn, last.timestamp)
+            frames = bytearray()
+            extend_frames(frames, encoded)
+            self._add(TailBatch(None, vclock_after, len(frames) + _SPAN_OVERHEAD, count,
+                                None, frames, last.replica_id, rows[0].lsn, last.lsn,
+                                last.timestamp))
+            self._open = self.batches[-1]
         else:
             # the bytes, and about as much again in the rows (bodies, headers)
-            size = 2 * sum(map(len, encoded))
-            batch = TailBatch(rows, vclock_after, size, count, encoded)
-        self.batches.append(batch)
-        self.next_seq += 1
-        self.rows += count
-        self.bytes += size
+            self._add(TailBatch(rows, vclock_after, 2 * sum(map(len, encoded)), count,
+                                encoded))
         if self.rows > self.max_rows or self.bytes > self.max_bytes:
             self._trim()
         self.cond.broadcast()
@@ -140,6 +155,48 @@ class WalTail:
                 held, self._held = self._held, set()
                 for fiber in held:
                     self.sched.wakeup(fiber)
+
+    def _add(self, batch: TailBatch) -> None:
+        self.batches.append(batch)
+        self.next_seq += 1
+        self.rows += batch.count
+        self.bytes += batch.size
+        self._open = None
+
+    def _extend_open(self, rows: list[XRow], vclock_after: VClock,
+                     encoded: list[bytes]) -> bool:
+        """Add a batch to the open span when plain_tx takes it and it continues the
+        span (same id, growing LSNs) and the span has room; False when it cannot.
+        A one-row batch, the usual one, is checked and framed inline."""
+        span = self._open
+        frames = span.frames
+        last = rows[-1]
+        count = len(rows)
+        grown = span.count + count
+        if (last.replica_id != span.replica_id or rows[0].lsn <= span.lsn
+                or grown > MAX_SPAN_ROWS or grown > self.max_rows >> 2
+                or len(frames) > MAX_SPAN_BYTES or len(frames) > self.max_bytes >> 2):
+            return False
+        before = len(frames)
+        if count == 1:
+            if last.group_id or not 0 <= last.type < 0x80:
+                return False
+            row = encoded[0]
+            size = len(row)
+            frames += FRAME_HEADS[size] if size < 4096 else frame_head(size)
+            frames += row
+        elif plain_tx(rows):
+            extend_frames(frames, encoded)
+        else:
+            return False
+        added = len(frames) - before
+        span.vclock_after = vclock_after
+        span.size += added
+        span.count = grown
+        span.lsn, span.timestamp = last.lsn, last.timestamp
+        self.rows += count
+        self.bytes += added
+        return True
 
     def _trim(self) -> None:
         """Drop the oldest batches down to 3/4 of the limits (in one slice, so that
@@ -176,7 +233,10 @@ class WalTail:
 
     def seek(self, vclock: VClock) -> int:
         """The seq of the first batch with a row not covered by `vclock` (binary
-        search on the monotone `vclock_after`); next_seq when all are covered."""
+        search on the monotone `vclock_after`); next_seq when all are covered.
+        A reader starts there: the open span is closed, as on get(), since what is
+        added to it from now on could be after that reader's position."""
+        self._open = None
         lo, hi = 0, len(self.batches)
         while lo < hi:
             mid = (lo + hi) // 2
@@ -192,7 +252,12 @@ class WalTail:
         if seq < self.first_seq:
             raise LookupError(seq)
         index = seq - self.first_seq
-        return self.batches[index] if index < len(self.batches) else None
+        if index >= len(self.batches):
+            return None
+        batch = self.batches[index]
+        if batch is self._open:
+            self._open = None       # taken: it never changes from now on
+        return batch
 
 
 def _never() -> int:

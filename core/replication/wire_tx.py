@@ -30,6 +30,8 @@ from spindle.core.xlog.format import decode_rows
 
 _pack_frame_head = struct.Struct(">BI").pack     # 0xce + u32: Tarantool's length prefix
 _unpack_double = struct.Struct(">d").unpack_from
+_unpack_u32 = struct.Struct(">I").unpack_from
+_FRAME_HEAD_SIZE = 5
 _NOP_TYPE = bytes((IprotoType.NOP,))
 
 
@@ -71,13 +73,15 @@ class WireTx:
     `replica_id` is the id every row of it has (0 when they differ: the relay then
     takes the rows one by one); its rows have LSNs from `first_lsn` to `lsn` of that
     id. `frames` holds `count` packets (length prefix, header with the relay's sync,
-    body); `rows()` decodes them as the general path sees them."""
+    body); `rows()` decodes them as the general path sees them, from
+    `payload[start:end]`: rows as stored, or (`framed`) packets with sync 0."""
 
     __slots__ = ("replica_id", "first_lsn", "lsn", "timestamp", "count", "frames",
-                 "_payload", "_start", "_end")
+                 "_payload", "_start", "_end", "_framed")
 
     def __init__(self, replica_id: int, first_lsn: int, lsn: int, timestamp: float,
-                 count: int, frames: bytes, payload: bytes, start: int, end: int):
+                 count: int, frames: bytes, payload: bytes, start: int, end: int,
+                 framed: bool = False):
         self.replica_id = replica_id
         self.first_lsn = first_lsn
         self.lsn = lsn
@@ -87,9 +91,11 @@ class WireTx:
         self._payload = payload
         self._start = start
         self._end = end
+        self._framed = framed
 
     def rows(self) -> list[XRow]:
-        return decode_rows(self._payload[self._start:self._end])
+        data = self._payload[self._start:self._end]
+        return decode_frames(data) if self._framed else decode_rows(data)
 
     def __repr__(self) -> str:
         return (f"WireTx(replica_id={self.replica_id}, lsn={self.first_lsn}..{self.lsn}, "
@@ -126,43 +132,48 @@ class WireRun:
     notes them as sent once, not once per transaction (a stream of one-row
     transactions is mostly such runs). Its filters leave a prefix of a run or
     none of it, with the commit flag on the last row kept, as they would of its
-    transactions one by one."""
+    transactions one by one. The pieces are kept framed with sync 0, as the tail's
+    spans are: a relay with sync 0 (every applier's SUBSCRIBE) sends them as they
+    are, one with another sync gets them framed again."""
 
-    __slots__ = ("sync", "replica_id", "first_lsn", "lsn", "timestamp", "encoded")
+    __slots__ = ("sync", "replica_id", "first_lsn", "lsn", "timestamp", "count", "frames")
 
     def __init__(self, sync: int):
         self.sync = sync
-        self.replica_id = self.first_lsn = self.lsn = 0
+        self.replica_id = self.first_lsn = self.lsn = self.count = 0
         self.timestamp = 0.0
-        self.encoded: list[bytes] = []
+        self.frames: list[bytes | bytearray] = []
 
     def add(self, rows: list[XRow], encoded: Sequence[bytes], out: list) -> None:
         """Append a transaction (after growing LSNs); a run of another replica id
         goes to `out` first."""
         last = rows[-1]
-        self.add_span(last.replica_id, rows[0].lsn, last.lsn, last.timestamp, encoded, out)
+        self.add_span(last.replica_id, rows[0].lsn, last.lsn, last.timestamp,
+                      frame_rows(encoded, 0), len(encoded), out)
 
     def add_span(self, replica_id: int, first_lsn: int, lsn: int, timestamp: float,
-                 encoded: Sequence[bytes], out: list) -> None:
-        """add() of transactions known by their replica id, LSN range and last
-        timestamp alone (a span of the WAL tail)."""
-        if self.encoded and self.replica_id != replica_id:
+                 frames: bytes | bytearray, count: int, out: list) -> None:
+        """add() of `count` rows already framed with sync 0, known by their replica
+        id, LSN range and last timestamp alone (a span of the WAL tail). `frames`
+        must not change until flush()."""
+        if self.frames and self.replica_id != replica_id:
             self.flush(out)
-        if not self.encoded:
+        if not self.frames:
             self.replica_id, self.first_lsn = replica_id, first_lsn
         self.lsn, self.timestamp = lsn, timestamp
-        self.encoded += encoded
+        self.frames.append(frames)
+        self.count += count
 
     def flush(self, out: list) -> None:
         """The run so far, as one WireTx, to `out` (its rows, if a filter needs them,
         decoded from the bytes)."""
-        encoded = self.encoded
-        if encoded:
-            payload = b"".join(encoded)
+        if self.frames:
+            plain = b"".join(self.frames)
+            frames = frame_rows(unframe(plain), self.sync) if self.sync else plain
             out.append(WireTx(self.replica_id, self.first_lsn, self.lsn, self.timestamp,
-                              len(encoded), frame_rows(encoded, self.sync), payload, 0,
-                              len(payload)))
-            self.encoded = []
+                              self.count, frames, plain, 0, len(plain), framed=True))
+            self.frames = []
+            self.count = 0
 
 
 class NotForwardable(Exception):
@@ -269,7 +280,8 @@ def _join_runs(found: list[_Found]) -> list[_Found]:
     return out
 
 
-_FRAME_HEADS = [_pack_frame_head(0xCE, size) for size in range(4096)]   # the usual sizes
+# the length prefix of a packet of each usual size (frame_head() of any size)
+FRAME_HEADS = [_pack_frame_head(0xCE, size) for size in range(4096)]
 
 
 def _frames(payload: bytes, starts: list[int], end: int, sync: int) -> bytes:
@@ -279,11 +291,11 @@ def _frames(payload: bytes, starts: list[int], end: int, sync: int) -> bytes:
     return frame_rows([payload[start:stop] for start, stop in zip(starts, ends)], sync)
 
 
-def frame_rows(encoded: list[bytes], sync: int) -> bytes:
+def frame_rows(encoded: Sequence[bytes], sync: int) -> bytes:
     """Rows stored as xrow_header_encode writes them without SYNC (a fixmap whose
     first key is REQUEST_TYPE with a fixint value) as packets with `sync`: the same
     bytes as encoding them again with it."""
-    heads = _FRAME_HEADS
+    heads = FRAME_HEADS
     if not sync and len(encoded) == 1 and len(encoded[0]) < 4096:   # one-row transaction
         return heads[len(encoded[0])] + encoded[0]
     out: list[bytes] = []
@@ -304,3 +316,36 @@ def frame_rows(encoded: list[bytes], sync: int) -> bytes:
             append(heads[size] if size < 4096 else _pack_frame_head(0xCE, size))
             append(row)
     return b"".join(out)
+
+
+def frame_head(size: int) -> bytes:
+    """The length prefix of a packet of `size` bytes (FRAME_HEADS has the usual ones)."""
+    return _pack_frame_head(0xCE, size)
+
+
+def extend_frames(frames: bytearray, encoded: Sequence[bytes]) -> None:
+    """frames += frame_rows(encoded, 0), without the intermediate bytes."""
+    heads = FRAME_HEADS
+    for row in encoded:
+        size = len(row)
+        frames += heads[size] if size < 4096 else frame_head(size)
+        frames += row
+
+
+def unframe(frames: bytes | bytearray) -> list[bytes]:
+    """The rows of packets frame_rows(rows, 0) made: each one's bytes without its
+    length prefix."""
+    rows = []
+    pos, end = 0, len(frames)
+    while pos < end:
+        size = _unpack_u32(frames, pos + 1)[0]
+        pos += _FRAME_HEAD_SIZE
+        rows.append(bytes(frames[pos:pos + size]))
+        pos += size
+    return rows
+
+
+def decode_frames(frames: bytes | bytearray) -> list[XRow]:
+    """The rows of packets frame_rows(rows, 0) made, decoded as decode_rows would
+    decode the rows themselves."""
+    return decode_rows(b"".join(unframe(frames)))

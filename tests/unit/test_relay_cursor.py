@@ -60,9 +60,9 @@ def wal(sched, tmp_path):
 def test_tail_keeps_batches_in_order_and_seeks_by_vclock(run, sched, wal):
     def main():
         tail = WalTail(sched, wal)
-        wal.write([insert(1)])
-        wal.write([insert(2), insert(3)])
-        wal.write([insert(4)])
+        for rows in ([insert(1)], [insert(2), insert(3)], [insert(4)]):
+            wal.write(rows)
+            assert tail.get(tail.next_seq - 1).xrows() == rows   # a reader takes it
         assert [b.vclock_after for b in tail.batches] == [
             VClock({1: 1}), VClock({1: 3}), VClock({1: 4})]
         assert tail.seek(VClock()) == 0
@@ -86,6 +86,59 @@ def test_tail_drops_the_oldest_batches_and_moves_its_base(run, sched, wal):
         assert not tail.reaches(VClock()) and tail.reaches(tail.base_vclock)
         with pytest.raises(LookupError):
             tail.get(0)
+        tail.detach()
+    run(main)
+
+
+def test_spans_nobody_took_grow_into_one_and_a_taken_one_never_changes(run, sched, wal):
+    def main():
+        tail = WalTail(sched, wal)
+        written = [[insert(1)], [insert(2), insert(3)], [insert(4)]]
+        for rows in written:
+            wal.write(rows)
+        span, = tail.batches
+        assert (span.count, span.first_lsn, span.lsn) == (4, 1, 4) and tail.rows == 4
+        assert span.vclock_after == VClock({1: 4}) and tail.next_seq == 1
+        assert span.timestamp == written[-1][-1].timestamp
+        assert span.xrows() == [row for rows in written for row in rows]
+        assert [row.is_commit for row in span.xrows()] == [True, False, True, True]
+        assert tail.seek(VClock({1: 2})) == 0      # inside the span: from its start
+        taken = tail.get(0)
+        frames = bytes(taken.frames)
+        wal.write([insert(5)])
+        assert bytes(taken.frames) == frames and taken.count == 4
+        assert [(b.first_lsn, b.lsn) for b in tail.batches] == [(1, 4), (5, 5)]
+        tail.detach()
+    run(main)
+
+
+def test_a_reader_positioned_after_the_open_span_closes_it(run, sched, wal):
+    """A cursor that had a span's rows from the files seeks past it: rows written
+    later must go to a batch after its position."""
+    def main():
+        tail = WalTail(sched, wal)
+        wal.write([insert(1)])
+        seq = tail.seek(wal.vclock)
+        assert seq == tail.next_seq == 1
+        wal.write([insert(2)])
+        assert [row.lsn for row in tail.get(seq).xrows()] == [2]
+        tail.detach()
+    run(main)
+
+
+def test_a_span_stops_growing_at_its_limits_or_at_a_batch_it_cannot_take(run, sched,
+                                                                          wal):
+    def main():
+        tail = WalTail(sched, wal, max_rows=12)         # spans of up to 3 rows
+        for key in range(4):
+            wal.write([insert(key)])
+        assert [b.count for b in tail.batches] == [3, 1]
+        local = XRow(type=IprotoType.INSERT, group_id=GroupId.LOCAL,
+                     body=encode_dml_body(IprotoType.INSERT, 513, tuple=[1]))
+        wal.write([local])                  # kept as rows: the span is closed
+        wal.write([insert(9)])
+        assert [(b.rows is None, b.count) for b in tail.batches] == [
+            (True, 3), (True, 1), (False, 1), (True, 1)]
         tail.detach()
     run(main)
 
@@ -118,7 +171,7 @@ def test_a_plain_batch_is_kept_as_a_span_of_its_bytes(run, sched, wal):
                      body=encode_dml_body(IprotoType.INSERT, 513, tuple=[1]))
         wal.write([insert(4), local])
         span, kept = tail.batches
-        assert span.rows is None and span.count == 3
+        assert span.rows is None and span.frames is not None and span.count == 3
         assert (span.replica_id, span.first_lsn, span.lsn) == (1, 1, 3)
         assert span.timestamp == rows[-1].timestamp
         assert span.xrows() == rows
@@ -148,6 +201,27 @@ def test_a_relay_cursor_takes_a_span_whole_or_what_it_lacks_of_it(run, sched, wa
         sent = wire_frames(drain(cursor), 7)
         assert sent == b"".join(row.encode_frame(7) for row in rows[have:])
         assert cursor.vclock == VClock({1: max(have, 3)})
+        tail.detach()
+    run(main)
+
+
+@pytest.mark.parametrize("sync", [0, 7])
+def test_rows_of_any_size_added_to_a_span_go_out_as_encoded_with_the_relays_sync(
+        run, sched, wal, sync):
+    """A span's rows are kept framed with sync 0: one-row and multi-row batches
+    added to it, small and big (a 4-byte length over the usual heads), reach a
+    relay of either sync as the rows encoded with its sync."""
+    def main():
+        tail = WalTail(sched, wal)
+        rows = [insert(1), insert("x" * 5000), insert(3), insert("y" * 4100), insert(5)]
+        wal.write(rows[:1])
+        wal.write(rows[1:2])
+        wal.write(rows[2:4])
+        wal.write(rows[4:])
+        assert len(tail.batches) == 1 and tail.batches[0].xrows() == rows
+        cursor = WalCursor(wal, tail, VClock(), wire_sync=sync)
+        assert wire_frames(drain(cursor), sync) == \
+            b"".join(row.encode_frame(sync) for row in rows)
         tail.detach()
     run(main)
 
