@@ -12,7 +12,10 @@ transactions are pending").
 
 Invariants the cursor relies on:
 * batches are appended in WAL order, each with the WAL vclock right after it, so
-  `vclock_after` only grows (component-wise) along the list;
+  `vclock_after` only grows (component-wise) along the list (the open span's moves
+  on with each batch added to it, still not past the next batch's);
+* a batch a reader has taken (get) or that lies before a reader's position (seek)
+  never changes again: only the open span grows, and both close it;
 * `base_vclock` is the WAL vclock before the oldest batch kept: every row written
   after it is in the tail, every row before it only in the files;
 * the tail is bounded (rows and bytes); dropping the oldest batches moves
@@ -26,11 +29,12 @@ such batch of the same id is added to that span for as long as no reader has
 taken it (up to MAX_SPAN_ROWS / MAX_SPAN_BYTES), so while a relay holds back, the
 rows written meanwhile pile up in one buffer. Kept objects cost the writer more
 than the appending itself: each one is something for the collector to traverse
-and for the allocator to spread out. Kept per batch, an XRow or just a bytes
-object per row and a batch and vclock per transaction, they cost the writer
-~0.35 µs per row at 100 rows per transaction and ~4 µs per one-row transaction
-(scripts/bench/master_commit.py --tail, against no tail). A reader that needs a
-span's rows (a cursor with part of it already) decodes them from the frames.
+and for the allocator to spread out. Kept as a bytes object per row and a batch
+and vclock per transaction, they cost a master with a replica following ~0.4 µs
+per row at 100 rows per transaction and ~1 µs per one-row transaction
+(scripts/bench/master_commit.py --replica, docs/PERFORMANCE.md). A reader that
+needs a span's rows (a cursor with part of it already) decodes them from the
+frames.
 """
 from __future__ import annotations
 
