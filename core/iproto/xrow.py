@@ -500,7 +500,10 @@ def _relay_header(buf: bytes) -> tuple[XRow, int] | None:
             return None
         tsn_start = pos + 1
         tsn_field, pos = _decode_uint(buf, tsn_start)
-        canonical = canonical and tsn_field >= _SHORTEST_FROM0[pos - tsn_start]
+        # in the fewest bytes, and not the LSN itself: that is TSN 0 ("not set"),
+        # which encode_header writes as the short single-row header
+        canonical = (canonical and tsn_field >= _SHORTEST_FROM0[pos - tsn_start]
+                     and tsn_field != lsn)
         if extra == 1:
             is_commit = False
         elif buf[pos] == 9 and buf[pos + 1] < 0x80:

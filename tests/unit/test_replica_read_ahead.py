@@ -65,6 +65,9 @@ USUAL_NOT_CANONICAL = {
     "flags beside COMMIT": (b"\x03\x0f", (b"\x08\x01", b"\x09\x03")),
     "FLAGS without COMMIT": (b"\x03\x0f", (b"\x08\x01", b"\x09\x00")),
     "COMMIT on a single-row transaction": (b"\x03\x0f", (b"\x08\x00", b"\x09\x01")),
+    # a TSN field equal to the LSN is TSN 0, "not set": written as a single-row header
+    "TSN 0 with COMMIT": (b"\x03\x0f", (b"\x08\x0f", b"\x09\x01")),
+    "TSN 0 without FLAGS": (b"\x03\x0f", (b"\x08\x0f",)),
     "replica id 0": (b"\x03\x0f", ()),
 }
 
