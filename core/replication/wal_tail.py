@@ -47,7 +47,7 @@ from spindle.core.iproto.xrow import XRow
 from spindle.core.vclock import VClock
 from spindle.core.xlog.format import decode_rows
 
-from .wire_tx import FRAME_HEADS, decode_frames, extend_frames, frame_head, plain_tx
+from .wire_tx import decode_frames, extend_frames, plain_tx
 
 DEFAULT_MAX_ROWS = 50_000
 DEFAULT_MAX_BYTES = 16 << 20
@@ -136,16 +136,15 @@ class WalTail:
         if encoded is None:
             size = sum(len(row.body or b"") + _ROW_OVERHEAD for row in rows)
             self._add(TailBatch(rows, vclock_after, size, count))
-        elif self._open is not None and self._extend_open(rows, vclock_after, encoded):
-            pass
         elif plain_tx(rows):
-            last = rows[-1]
-            frames = bytearray()
-            extend_frames(frames, encoded)
-            self._add(TailBatch(None, vclock_after, len(frames) + _SPAN_OVERHEAD, count,
-                                None, frames, last.replica_id, rows[0].lsn, last.lsn,
-                                last.timestamp))
-            self._open = self.batches[-1]
+            if not self._extend_open(rows, vclock_after, encoded):
+                last = rows[-1]
+                frames = bytearray()
+                extend_frames(frames, encoded)
+                self._add(TailBatch(None, vclock_after, len(frames) + _SPAN_OVERHEAD,
+                                    count, None, frames, last.replica_id, rows[0].lsn,
+                                    last.lsn, last.timestamp))
+                self._open = self.batches[-1]
         else:
             # the bytes, and about as much again in the rows (bodies, headers)
             self._add(TailBatch(rows, vclock_after, 2 * sum(map(len, encoded)), count,
@@ -169,10 +168,11 @@ class WalTail:
 
     def _extend_open(self, rows: list[XRow], vclock_after: VClock,
                      encoded: list[bytes]) -> bool:
-        """Add a batch to the open span when plain_tx takes it and it continues the
-        span (same id, growing LSNs) and the span has room; False when it cannot.
-        A one-row batch, the usual one, is checked and framed inline."""
+        """Add a plain batch to the open span when it continues it (same id, growing
+        LSNs) and the span has room; False when it cannot."""
         span = self._open
+        if span is None:
+            return False
         frames = span.frames
         last = rows[-1]
         count = len(rows)
@@ -182,17 +182,7 @@ class WalTail:
                 or len(frames) > MAX_SPAN_BYTES or len(frames) > self.max_bytes >> 2):
             return False
         before = len(frames)
-        if count == 1:
-            if last.group_id or not 0 <= last.type < 0x80:
-                return False
-            row = encoded[0]
-            size = len(row)
-            frames += FRAME_HEADS[size] if size < 4096 else frame_head(size)
-            frames += row
-        elif plain_tx(rows):
-            extend_frames(frames, encoded)
-        else:
-            return False
+        extend_frames(frames, encoded)
         added = len(frames) - before
         span.vclock_after = vclock_after
         span.size += added

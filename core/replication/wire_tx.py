@@ -280,8 +280,7 @@ def _join_runs(found: list[_Found]) -> list[_Found]:
     return out
 
 
-# the length prefix of a packet of each usual size (frame_head() of any size)
-FRAME_HEADS = [_pack_frame_head(0xCE, size) for size in range(4096)]
+_FRAME_HEADS = [_pack_frame_head(0xCE, size) for size in range(4096)]   # the usual sizes
 
 
 def _frames(payload: bytes, starts: list[int], end: int, sync: int) -> bytes:
@@ -295,7 +294,7 @@ def frame_rows(encoded: Sequence[bytes], sync: int) -> bytes:
     """Rows stored as xrow_header_encode writes them without SYNC (a fixmap whose
     first key is REQUEST_TYPE with a fixint value) as packets with `sync`: the same
     bytes as encoding them again with it."""
-    heads = FRAME_HEADS
+    heads = _FRAME_HEADS
     if not sync and len(encoded) == 1 and len(encoded[0]) < 4096:   # one-row transaction
         return heads[len(encoded[0])] + encoded[0]
     out: list[bytes] = []
@@ -318,17 +317,12 @@ def frame_rows(encoded: Sequence[bytes], sync: int) -> bytes:
     return b"".join(out)
 
 
-def frame_head(size: int) -> bytes:
-    """The length prefix of a packet of `size` bytes (FRAME_HEADS has the usual ones)."""
-    return _pack_frame_head(0xCE, size)
-
-
 def extend_frames(frames: bytearray, encoded: Sequence[bytes]) -> None:
     """frames += frame_rows(encoded, 0), without the intermediate bytes."""
-    heads = FRAME_HEADS
+    heads = _FRAME_HEADS
     for row in encoded:
         size = len(row)
-        frames += heads[size] if size < 4096 else frame_head(size)
+        frames += heads[size] if size < 4096 else _pack_frame_head(0xCE, size)
         frames += row
 
 
