@@ -137,9 +137,13 @@ def test_join_follow_sync_restart_and_master_restart(tmp_path):
                 master_vclock = VClock(master.vclock())
                 replica.wait(lambda: replica.box.replicaset.vclock == master_vclock,
                              "equal vclocks")
-                acked = replica.wait(lambda: replica.eval(
-                    master, "return box.info.replication[2].downstream.vclock"), "ACK")
-                return {int(k): v for k, v in acked.items()}
+                # ACKs go out as rows are written: wait for the one covering the last
+                def last_ack():
+                    acked = replica.eval(
+                        master, "return box.info.replication[2].downstream.vclock")
+                    acked = {int(k): v for k, v in (acked or {}).items()}
+                    return acked if VClock(acked) == master_vclock else None
+                return replica.wait(last_ack, "the ACK of the last row")
             acked = replica.run(follow)
             assert replica.rows("test") == master_rows(master, "test")
             assert replica.rows("sync") == [[1, "quorum"]]
