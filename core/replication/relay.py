@@ -50,7 +50,7 @@ from spindle.core.iproto.replication import (
     decode_vclock_row, encode_heartbeat, encode_vclock_row,
 )
 from spindle.core.iproto.xrow import XRow, frame
-from spindle.core.xlog.format import encode_row
+from spindle.core.xlog.format import encode_row_list
 from spindle.core.net.protocol import PacketError, decode_packet
 from spindle.core.net.session import format_peer
 from spindle.core.vclock import VClock
@@ -453,7 +453,7 @@ def encode_frames(rows: list[XRow], sync: int) -> bytes:
     header is xlog's (format.encode_row writes the usual WAL row straight out)."""
     if sync:
         return b"".join([row.encode_frame(sync) for row in rows])
-    return b"".join([frame(encode_row(row)) for row in rows])
+    return b"".join([frame(row) for row in encode_row_list(rows)])
 
 
 class WireShare(enum.Enum):

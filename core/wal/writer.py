@@ -64,7 +64,7 @@ from spindle.core.xlog.files import (
 )
 from spindle.core.xlog.format import (
     AUTOCOMMIT_THRESHOLD, EOF_MARKER_BYTES, FIXHEADER_SIZE, XLOG, XlogError, XlogMeta,
-    encode_block, encode_row,
+    encode_block, encode_row_list,
 )
 
 MODES = ("none", "write", "fsync")
@@ -243,12 +243,8 @@ def _sign_entry(entry: JournalEntry, vclock: VClock, now: float) -> bytes | None
     rows = entry.rows
     try:
         assign_lsn(rows, trial, entry.instance_id, now)
-        if len(rows) == 1:
-            data = encode_row(rows[0])
-            encoded = [data]
-        else:
-            encoded = [encode_row(row) for row in rows]
-            data = b"".join(encoded)
+        encoded = encode_row_list(rows)
+        data = encoded[0] if len(encoded) == 1 else b"".join(encoded)
     except BrokenLsn as exc:
         entry.error = exc
         return None
