@@ -38,6 +38,9 @@ _unpack_u16 = struct.Struct(">H").unpack_from
 _unpack_u32 = struct.Struct(">I").unpack_from
 _unpack_u64 = struct.Struct(">Q").unpack_from
 _unpack_double = struct.Struct(">d").unpack_from
+# after a 0xCE marker: the uint32, then the next key and marker and a double (the
+# layout of a relayed header's LSN and TIMESTAMP)
+_unpack_lsn32_timestamp = struct.Struct(">IBBd").unpack_from
 
 
 def invalid_msgpack(what: str) -> ClientError:
@@ -486,24 +489,35 @@ def _relay_header(buf: bytes) -> tuple[XRow, int] | None:
     if not (0 <= extra <= 2 and buf[1] == 0 and buf[3] == 2 and buf[5] == 3
             and rtype < 0x80 and replica_id < 0x80):
         return None
-    lsn, pos = _decode_uint(buf, 6)
-    # encode_header writes a non-zero replica id and LSN, in the fewest bytes
-    canonical = replica_id and lsn and lsn >= _SHORTEST_FROM[pos - 6]
-    if buf[pos] != 4 or buf[pos + 1] != 0xCB:
+    if buf[6] == 0xCE:
+        # the LSN of an instance past its first 65536 rows: uint32, then TIMESTAMP
+        lsn, key, marker, timestamp = _unpack_lsn32_timestamp(buf, 7)
+        canonical = replica_id and lsn >= 0x10000
+        pos = 21
+    else:
+        lsn, pos = _decode_uint(buf, 6)
+        # encode_header writes a non-zero replica id and LSN, in the fewest bytes
+        canonical = replica_id and lsn and lsn >= _SHORTEST_FROM[pos - 6]
+        key, marker = buf[pos], buf[pos + 1]
+        timestamp = _unpack_double(buf, pos + 2)[0]
+        pos += 10
+    if key != 4 or marker != 0xCB:
         return None
-    timestamp = _unpack_double(buf, pos + 2)[0]
-    pos += 10
     if extra == 0:
         row = XRow(rtype, None, replica_id, lsn, timestamp, 0, lsn, True)
     else:
         if buf[pos] != 8:
             return None
-        tsn_start = pos + 1
-        tsn_field, pos = _decode_uint(buf, tsn_start)
-        # in the fewest bytes, and not the LSN itself: that is TSN 0 ("not set"),
-        # which encode_header writes as the short single-row header
-        canonical = (canonical and tsn_field >= _SHORTEST_FROM0[pos - tsn_start]
-                     and tsn_field != lsn)
+        tsn_field = buf[pos + 1]
+        if tsn_field < 0x80:        # a fixint: the row is among its txn's first 128
+            pos += 2
+        else:
+            tsn_start = pos + 1
+            tsn_field, pos = _decode_uint(buf, tsn_start)
+            canonical = canonical and tsn_field >= _SHORTEST_FROM0[pos - tsn_start]
+        # not the LSN itself either: that is TSN 0 ("not set"), which encode_header
+        # writes as the short single-row header
+        canonical = canonical and tsn_field != lsn
         if extra == 1:
             is_commit = False
         elif buf[pos] == 9 and buf[pos + 1] < 0x80:

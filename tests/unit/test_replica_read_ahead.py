@@ -61,6 +61,9 @@ def test_a_relayed_row_is_written_as_the_general_encoder_writes_it(
 USUAL_NOT_CANONICAL = {
     # LSN, then the fields after TIMESTAMP (TSN, FLAGS), each unlike encode_header's
     "lsn not in the fewest bytes": (b"\x03\xcd\x00\x0f", ()),
+    "lsn below 65536 as a uint32": (b"\x03\xce\x00\x00\xff\xff", ()),
+    "lsn below 65536 as a uint32, in a transaction": (b"\x03\xce\x00\x00\x10\x00",
+                                                      (b"\x08\x01",)),
     "tsn field not in the fewest bytes": (b"\x03\x0f", (b"\x08\xcc\x01",)),
     "flags beside COMMIT": (b"\x03\x0f", (b"\x08\x01", b"\x09\x03")),
     "FLAGS without COMMIT": (b"\x03\x0f", (b"\x08\x01", b"\x09\x00")),
@@ -83,6 +86,14 @@ def test_a_row_the_general_encoder_writes_otherwise_keeps_no_wire(name):
     assert row.wire is None
     row.timestamp = 2.5
     assert encode_row(row) == general_encoding(row)
+
+
+@pytest.mark.parametrize("lsn", [b"\x0f", b"\xce\x00\x01\x00\x00"])
+@pytest.mark.parametrize("tsn_marker", [0x80, 0x8F, 0x90, 0xA0, 0xC0, 0xC2, 0xCB, 0xD0, 0xFF])
+def test_a_tsn_that_is_not_a_uint_is_left_to_the_strict_decoder(lsn, tsn_marker):
+    packet = (b"\x85\x00\x02\x02\x01\x03" + lsn + b"\x04\xcb" + struct.pack(">d", 1.5)
+              + b"\x08" + bytes((tsn_marker,)) + BODY)
+    assert decode_dml_packet(packet, ext_hook) is None
 
 
 @settings(max_examples=500)
