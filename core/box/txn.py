@@ -334,7 +334,15 @@ class TxnManager:
         txn.depth += 1
         try:
             result = space.execute_stmt(stmt)
-            self._commit_stmt(stmt, not (txn.replicated and txn.depth == 1))
+            # done: the statement's redo row (none for the rows a replicated
+            # transaction applies: they are logged as they came), then on_replace
+            if not space.is_temporary and not (txn.replicated and txn.depth == 1):
+                # (stmt.request: a before_replace trigger may have changed it)
+                stmt.row = request_row(stmt.request, space.group_id, stmt.tuple_data)
+            if len(space.on_replace) and (stmt.old_tuple is not None
+                                          or stmt.new_tuple is not None):
+                op = OP_NAMES.get(stmt.request.type, str(stmt.request.type))
+                space.on_replace.run(stmt.old_tuple, stmt.new_tuple, space.name, op)
         except BaseException:
             txn.depth -= 1
             txn.rollback_to(position)
@@ -345,14 +353,6 @@ class TxnManager:
         if autocommit:
             self._commit(txn, key)
         return result
-
-    def _commit_stmt(self, stmt: Statement, redo: bool = True) -> None:
-        space = stmt.space
-        if redo and not space.is_temporary:
-            stmt.row = request_row(stmt.request, space.group_id, stmt.tuple_data)
-        if (stmt.old_tuple is not None or stmt.new_tuple is not None) and len(space.on_replace):
-            op = OP_NAMES.get(stmt.request.type, str(stmt.request.type))
-            space.on_replace.run(stmt.old_tuple, stmt.new_tuple, space.name, op)
 
     # -- completion -----------------------------------------------------------
 
