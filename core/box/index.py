@@ -106,9 +106,8 @@ class Index:
 
     type: IndexType
     # replace() stores a new entry as SortedDict.__setitem__ does, without its call:
-    # `_add_key(key)` puts a key that is not there yet in the ordered key list (a
-    # SortedDict's own `_list_add`; None for a plain dict), then the entry goes in
-    # with dict.__setitem__.
+    # `_add_key(key)` puts a key that is not there yet in the key order (TREE; None
+    # for HASH's plain dict), then the entry goes in with dict.__setitem__.
     _add_key: Any = None
 
     def __init__(self, space: Any, index_def: IndexDef, pk_def: KeyDef | None = None):
@@ -317,7 +316,11 @@ class TreeIndex(Index):
     def __init__(self, space: Any, index_def: IndexDef, pk_def: KeyDef | None = None):
         super().__init__(space, index_def, pk_def)
         self._data = SortedDict()
-        self._add_key = self._data._list_add
+        self._order = self._data._list       # the SortedList of the entry keys
+        # Keys greater than every key in _order, ascending, not in it yet: an insert
+        # past the end (growing ids, the usual case) only appends here. Whatever
+        # needs the order, or could break the rule, merges them in first (ordered()).
+        self._tail: list = []
         kd = self.key_def
         if index_def.id == 0 or self._point_lookup:
             self._key_by_tuple_key()
@@ -338,6 +341,77 @@ class TreeIndex(Index):
                 return key
             self._entry_key = entry_key
 
+    # -- the key order ----------------------------------------------------------
+    # SortedList.add costs two Python calls and ~80 bytecodes per key; appending to
+    # the tail costs a compare. The tail joins _order as whole sublists, which is
+    # what SortedList itself builds (sortedcontainers 2.x: `_lists` of sorted
+    # sublists of at most 2 x `_load` keys, all but the last at least `_load` / 2,
+    # `_maxes` their last keys, `_len`, and `_index` rebuilt on demand when empty);
+    # the tests check the result with SortedList's own _check().
+
+    def _add_key(self, key: Any) -> None:
+        """Put a key that is not in the index yet into the order."""
+        tail = self._tail
+        if tail:
+            if key > tail[-1]:
+                tail.append(key)
+                return
+            self._settle()
+        else:
+            maxes = self._order._maxes
+            if not maxes or key > maxes[-1]:
+                tail.append(key)
+                return
+        self._order.add(key)
+
+    def _settle(self) -> None:
+        """Merge the tail into the order (at its end: every tail key is greater)."""
+        tail, order = self._tail, self._order
+        lists, maxes, load = order._lists, order._maxes, order._load
+        start = 0
+        if lists and len(lists[-1]) < load:
+            # fill the last sublist first: only the last one may stay short
+            last = lists[-1]
+            start = load - len(last)
+            last.extend(tail[:start])
+            maxes[-1] = last[-1]
+        for pos in range(start, len(tail), load):
+            chunk = tail[pos:pos + load]
+            lists.append(chunk)
+            maxes.append(chunk[-1])
+        order._len += len(tail)
+        del order._index[:]
+        tail.clear()
+
+    def ordered(self) -> SortedDict:
+        """The entries with every key in order (what bisects and positions need)."""
+        if self._tail:
+            self._settle()
+        return self._data
+
+    def _store(self, key: Any, tup: Any) -> None:
+        data = self._data
+        if key not in data:
+            self._add_key(key)
+        _dict_setitem(data, key, tup)
+
+    def _delete_raw(self, tup: Any) -> None:
+        key = self._entry_key(tup)
+        tail = self._tail
+        if tail and tail[-1] == key:
+            # the newest key, as a rollback takes back what its statements added
+            tail.pop()
+            dict.__delitem__(self._data, key)
+            return
+        del self.ordered()[key]
+
+    def _values(self):
+        return self.ordered().values()
+
+    def clear(self) -> None:
+        self._tail.clear()
+        self._data.clear()
+
     # Search keys in the shape of the entry keys: a tuple of the m leading part keys,
     # or for plain entries the one part key itself.
 
@@ -348,9 +422,10 @@ class TreeIndex(Index):
 
     def _upper_bound(self, prefix: Any) -> int:
         """Position after every entry starting with `prefix`."""
+        data = self.ordered()
         if self._plain:
-            return self._data.bisect_right(prefix)
-        return self._data.bisect_left(prefix + (MAX_KEY,))
+            return data.bisect_right(prefix)
+        return data.bisect_left(prefix + (MAX_KEY,))
 
     def _starts_with(self, entry: Any, prefix: Any, m: int) -> bool:
         """Whether entry key `entry` begins with the m-part search key `prefix`."""
@@ -361,7 +436,7 @@ class TreeIndex(Index):
             raise self.unsupported("requested iterator type")
 
     def _iterate(self, it: IteratorType, key: list) -> Iterator[Any]:
-        data = self._data
+        data = self.ordered()
         m = len(key)
         if m == 0:
             it = IteratorType.LE if it in _REVERSE else IteratorType.GE
@@ -388,6 +463,8 @@ class TreeIndex(Index):
                 return
             yield data[current]
             # Re-seek from the entry just returned: the index may have changed.
+            if self._tail:
+                self._settle()
             if reverse:
                 pos = data.bisect_left(current) - 1
             else:

@@ -329,7 +329,7 @@ def iterate_after(index, it: IteratorType, key: list, after: Any):
 
 
 def _tree_after(index: TreeIndex, it: IteratorType, key: list, after: Any):
-    data = index._data
+    data = index.ordered()
     m = len(key)
     reverse = it in _REVERSE
     stop_on_mismatch = m > 0 and it in (IteratorType.EQ, IteratorType.REQ)
@@ -337,6 +337,7 @@ def _tree_after(index: TreeIndex, it: IteratorType, key: list, after: Any):
     current = index._entry_key(after)
     keys = data.keys()
     while True:
+        index.ordered()         # (keys added since the last step join the order)
         pos = data.bisect_left(current) - 1 if reverse else data.bisect_right(current)
         if not 0 <= pos < len(data):
             return

@@ -169,7 +169,7 @@ def test_index_replace_modes_on_a_tree():
     assert pk.replace(None, (1, "c"), DupMode.REPLACE_OR_INSERT) == (1, "a")
     assert outcome(pk.replace, None, (2, "d"), DupMode.REPLACE)[1] == \
         ErrorCode.ER_TUPLE_NOT_FOUND
-    assert list(pk._data.keys()) == [1] and pk.tuples() == [(1, "c")]     # a plain key
+    assert list(pk.ordered().keys()) == [1] and pk.tuples() == [(1, "c")]  # a plain key
 
 
 def test_pack_tuple():
