@@ -35,7 +35,7 @@ from spindle.core.box.field_types import packb
 from spindle.core.fiber.trigger import TriggerList
 from spindle.core.iproto.constants import GroupId, IprotoType
 from spindle.core.iproto.errors import ClientError, ErrorCode
-from spindle.core.iproto.xrow import DmlRequest, MsgpackRaw, XRow, encode_dml_body
+from spindle.core.iproto.xrow import DmlRequest, MsgpackRaw, PutRequest, XRow, encode_dml_body
 
 
 Journal = Callable[[list[XRow]], None]
@@ -64,31 +64,6 @@ def _tuple_body_prefix(space_id: int) -> bytes:
     prefix = _TUPLE_BODY_PREFIX[space_id] = encode_dml_body(
         IprotoType.INSERT, space_id, tuple=MsgpackRaw(b""))
     return prefix
-
-
-class PutRequest:
-    """The request of an INSERT or REPLACE of a whole tuple made here (Space.insert
-    and Space.replace: every Lua insert), holding what its DmlRequest would hold.
-    It is made per statement, at a third of a DmlRequest's cost: the fields such a
-    request never sets are class constants, and there is no `extra` dict."""
-
-    __slots__ = ("type", "space_id", "tuple")
-    index_id = 0
-    index_base = 0
-    key = None
-    ops = None
-    tuple_meta = None
-    limit = None
-    offset = 0
-    iterator = 0
-
-    def __init__(self, type: int, space_id: int, tuple: Any):
-        self.type = type
-        self.space_id = space_id
-        self.tuple = tuple
-
-    def __repr__(self) -> str:
-        return f"PutRequest(type={self.type}, space_id={self.space_id}, tuple={self.tuple!r})"
 
 
 def request_row(request: DmlRequest | PutRequest, group_id: int = 0,

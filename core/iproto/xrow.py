@@ -648,6 +648,35 @@ class DmlRequest:
                                space_id_u32=space_id_u32)
 
 
+class PutRequest:
+    """An INSERT or REPLACE of a whole tuple, holding what its DmlRequest would hold:
+    the request of every Lua insert (Space.insert/replace) and of the usual body of
+    a logged or replicated INSERT/REPLACE row, {SPACE_ID, TUPLE}
+    (dml_request_from_map). It is made per statement at a third of a DmlRequest's
+    cost: the fields such a request never sets are class constants, and there is
+    no `extra` dict."""
+
+    __slots__ = ("type", "space_id", "tuple")
+    index_id = 0
+    index_base = 0
+    key = None
+    ops = None
+    tuple_meta = None
+    limit = None
+    offset = 0
+    iterator = 0
+
+    def __init__(self, type: int, space_id: int, tuple: Any):
+        self.type = type
+        self.space_id = space_id
+        self.tuple = tuple
+
+    encode = DmlRequest.encode
+
+    def __repr__(self) -> str:
+        return f"PutRequest(type={self.type}, space_id={self.space_id}, tuple={self.tuple!r})"
+
+
 def _uint_key(key: int, value: int, u32: bool = False) -> bytes:
     if u32:
         return bytes((key, 0xCE)) + _pack_u32(value)
@@ -718,7 +747,7 @@ _DML_MANDATORY_SORTED = {request_type: tuple(sorted(keys))
 
 
 def decode_dml_body(body: bytes | None, request_type: int,
-                    ext_hook: Callable | None = None) -> DmlRequest:
+                    ext_hook: Callable | None = None) -> DmlRequest | PutRequest:
     """Decode and validate a DML body like xrow_decode_dml() (keys outside the
     DML set are kept in `extra`; mandatory keys per type are enforced)."""
     if body is None:
@@ -731,10 +760,11 @@ _INSERT, _REPLACE = int(IprotoType.INSERT), int(IprotoType.REPLACE)
 _SPACE_ID, _TUPLE = int(IprotoKey.SPACE_ID), int(IprotoKey.TUPLE)
 
 
-def dml_request_from_map(decoded: Any, request_type: int) -> DmlRequest:
+def dml_request_from_map(decoded: Any, request_type: int) -> DmlRequest | PutRequest:
     """The validation half of decode_dml_body, for a body unpacked already (or
     NO_BODY). The body every INSERT/REPLACE row of a WAL or a replication stream
-    has, {SPACE_ID: uint, TUPLE: array} with int keys, is taken at once."""
+    has, {SPACE_ID: uint, TUPLE: array} with int keys, is taken at once, as a
+    PutRequest."""
     if type(decoded) is dict and len(decoded) == 2 and (
             request_type == _INSERT or request_type == _REPLACE):
         first, second = decoded
@@ -742,8 +772,7 @@ def dml_request_from_map(decoded: Any, request_type: int) -> DmlRequest:
             space_id = decoded.get(_SPACE_ID)
             tup = decoded.get(_TUPLE)
             if type(space_id) is int and space_id >= 0 and type(tup) is list:
-                # positional: type, space_id, index_id, index_base, key, tuple
-                return DmlRequest(request_type, space_id, 0, 0, None, tup)
+                return PutRequest(request_type, space_id, tup)
     request = DmlRequest(type=request_type)
     found: set[int] = set()
     if decoded is not NO_BODY:

@@ -600,24 +600,23 @@ def encode_row_list(rows: Iterable[XRow]) -> list[bytes]:
     stamp_of = heads_of = None      # what `stamp` and `heads` below were made for
     stamp, heads = b"", _NO_HEADS
     for row in rows:
-        rtype, replica_id, lsn, timestamp = row.type, row.replica_id, row.lsn, row.timestamp
-        wire = row.wire
-        if row.group_id or not (0 <= rtype < 0x80 and 0 < replica_id < 0x80 and lsn > 0
-                                and timestamp):
-            if wire is not None and not row.group_id:     # (no GROUP_ID in its layout)
-                at = _WIRE_TIMESTAMP_AT[wire[6]]
-                append(wire[:at] + _pack_double(timestamp) + wire[at + 8:])
-            else:
-                append(encode_header(row, 0) + (row.body or b""))
-            continue
-        if timestamp != stamp_of:
-            stamp_of = timestamp
-            stamp = b"\x04\xcb" + _pack_double(timestamp)
-        if wire is not None:
+        wire, timestamp = row.wire, row.timestamp
+        if wire is not None and not row.group_id:       # (no GROUP_ID in its layout)
+            if timestamp != stamp_of:
+                stamp_of = timestamp
+                stamp = b"\x04\xcb" + _pack_double(timestamp)
             # the header the relay sent, after `8x 00 tt 02 rr 03 <lsn> 04 cb`
             at = _WIRE_TIMESTAMP_AT[wire[6]]
             append(wire[:at - 2] + stamp + wire[at + 8:])
             continue
+        rtype, replica_id, lsn = row.type, row.replica_id, row.lsn
+        if row.group_id or not (0 <= rtype < 0x80 and 0 < replica_id < 0x80 and lsn > 0
+                                and timestamp):
+            append(encode_header(row, 0) + (row.body or b""))
+            continue
+        if timestamp != stamp_of:
+            stamp_of = timestamp
+            stamp = b"\x04\xcb" + _pack_double(timestamp)
         if lsn < 0x80:
             lsn_bytes = _SMALL_UINT[lsn]
         elif 0x10000 <= lsn <= 0xFFFFFFFF:

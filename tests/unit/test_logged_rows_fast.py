@@ -23,8 +23,8 @@ from spindle.core.iproto.constants import IprotoType
 from spindle.core.iproto import xrow
 from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.iproto.xrow import (
-    NO_BODY, XRow, decode_dml_packet, decode_row, dml_request_from_map, encode_dml_body,
-    pack, unpack,
+    NO_BODY, DmlRequest, PutRequest, XRow, decode_dml_packet, decode_row, dml_request_from_map,
+    encode_dml_body, pack, unpack,
 )
 from spindle.core.replication.apply import ReplicatedTx
 from spindle.core.wal import recovery
@@ -167,11 +167,21 @@ def general(decoded, request_type):
     return dml_request_from_map(decoded, request_type)
 
 
+REQUEST_FIELDS = ("type", "space_id", "index_id", "index_base", "key", "tuple", "ops",
+                  "tuple_meta", "limit", "offset", "iterator")
+
+
 def outcome(fn, *args):
+    """A request as the values of its fields (a PutRequest holds what its
+    DmlRequest would, with no `extra`), or the error."""
     try:
-        return fn(*args)
+        request = fn(*args)
     except ClientError as exc:
         return ("error", exc.code, str(exc))
+    if not isinstance(request, (DmlRequest, PutRequest)):
+        return request
+    return (tuple(getattr(request, name) for name in REQUEST_FIELDS),
+            getattr(request, "extra", {}))
 
 
 BODIES = [

@@ -575,7 +575,8 @@ UINTS = st.one_of(st.sampled_from([0, 1, 0x7F, 0x80, 0xFF, 0x100, 0xFFFF, 0x1000
 @st.composite
 def row_runs(draw) -> list[XRow]:
     """Rows as a journal entry (or several in a row) hands them to the encoder:
-    mostly sharing type, replica id and TIMESTAMP, with any field able to differ."""
+    mostly sharing type, replica id and TIMESTAMP, with any field able to differ,
+    some of them relayed rows that keep the bytes they came in (XRow.wire)."""
     rtype = draw(st.sampled_from([IprotoType.INSERT, IprotoType.REPLACE, IprotoType.NOP,
                                   0x7F, 0x80, 0x1F]))
     replica_id = draw(st.sampled_from([0, 1, 31, 0x7F, 0x80]))
@@ -591,9 +592,15 @@ def row_runs(draw) -> list[XRow]:
             timestamp = draw(st.sampled_from([0.0, 2.5, float("nan"), -1.0]))
         lsn = draw(UINTS)
         tsn = draw(st.one_of(st.just(0), st.just(lsn), UINTS))
-        rows.append(XRow(int(rtype), draw(st.sampled_from([None, b"\x81\x10\x01"])),
-                         replica_id, lsn, timestamp, draw(st.sampled_from([0, 0, 0, 1])), tsn,
-                         draw(st.booleans())))
+        row = XRow(int(rtype), draw(st.sampled_from([None, b"\x81\x10\x01"])),
+                   replica_id, lsn, timestamp, draw(st.sampled_from([0, 0, 0, 1])), tsn,
+                   draw(st.booleans()))
+        if (draw(st.booleans()) and row.body and timestamp and not row.group_id
+                and 0 <= row.type < 0x80 and 0 < replica_id < 0x80 and lsn):
+            # as the replica's decoder keeps it: the relay's bytes, another TIMESTAMP
+            sent = XRow(row.type, row.body, replica_id, lsn, 99.5, 0, tsn, row.is_commit)
+            row.wire = encode_header(sent, 0) + row.body
+        rows.append(row)
     return rows
 
 
