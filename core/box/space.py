@@ -432,6 +432,8 @@ class Space:
             return self._execute_blackhole(stmt)
         if rtype == _INSERT or rtype == _REPLACE:
             new = request.tuple
+            if type(new) is list:       # as decoded from MsgPack (a replicated row)
+                new = tuple(new)
             if type(new) is not tuple or not self._fits(new):    # validate_tuple, inline
                 new = self.validate_tuple(new)
             # packed once: for bsize here, for the redo row later
