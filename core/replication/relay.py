@@ -452,7 +452,7 @@ def relay_tx_frames(relay: Relay, tx: Transaction, subscriber: bool,
 
 def encode_frames(rows: list[XRow], sync: int) -> bytes:
     """The rows as packets with `sync` in their headers. Without a sync a row's
-    header is xlog's (format.encode_row writes the usual WAL row straight out)."""
+    header is xlog's (format.encode_row_list writes the usual WAL rows straight out)."""
     if sync:
         return b"".join([row.encode_frame(sync) for row in rows])
     return b"".join([frame(row) for row in encode_row_list(rows)])
