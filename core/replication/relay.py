@@ -69,14 +69,12 @@ TIME_SLICE = 0.010            # seconds of work before the sender yields
 UNACKED_MAX = 65536           # sent transactions remembered for the lag
 GC_CHECK_INTERVAL = 0.5       # at most this often an ACK moves the GC consumer
 # Rows written this soon after the relay's last send wait for the rest of the window
-# (relay_hold_back), unless synchronous transactions are pending. Master CPU per
-# 1-row transaction with a replica following (live, 2-vCPU VM): ~82 µs sending each
-# WAL write at once, ~40 with 0.5 ms, ~34 with 1 ms (fourth pass); after later
-# passes ~26 with 1 ms, ~24-25 with 2 ms, ~23 with 3 ms, ~22 with 10 ms
-# (scripts/bench/master_commit.py --replica). Each window costs the master one
-# relay wakeup, one send and one ACK to read (~150-250 µs of its CPU): 5 ms leaves
-# ~1 µs of that per 1-row transaction (~2-2.5 with 2 ms), for at most 5 ms more lag
-# of a steady stream of asynchronous rows.
+# (relay_hold_back), unless synchronous transactions are pending. Each window costs
+# the master one relay wakeup, one send and one ACK to read (~150-250 µs of its CPU):
+# with 5 ms that is ~1 µs per 1-row transaction with a replica following, ~2-2.5
+# with 2 ms (scripts/bench/master_commit.py --replica; the history of the choice is
+# in docs/PERFORMANCE.md). The price: at most 5 ms more lag of a steady stream of
+# asynchronous rows.
 COALESCE_WINDOW = 0.005
 _pack_u32 = struct.Struct(">I").pack
 
