@@ -257,13 +257,6 @@ def _sign_entry(entry: JournalEntry, vclock: VClock, now: float) -> bytes | None
     return data
 
 
-def _run_hook(hook: Callable, *args) -> None:
-    try:
-        hook(*args)
-    except Exception as exc:   # one hook must not keep the others from running
-        log.error("on_write hook %r failed: %s", hook, exc)
-
-
 class WalWriter:
     def __init__(self, sched, wal_dir: str, instance_uuid: str, vclock: VClock, *,
                  mode: str = "write", max_size: int = DEFAULT_MAX_SIZE,
@@ -359,14 +352,14 @@ class WalWriter:
                       and not self._busy)
             if inline:
                 self._busy = True        # the thread waits until tx has written
-                self._inline = [entry]
             else:
                 self._queue.append(entry)
                 self._cv.notify()
         if inline:
             if write_now:
-                self._flush_inline()
+                self._write_alone(entry)
             else:
+                self._inline = [entry]
                 self.sched.call_soon(self._flush_inline)
         return entry
 
@@ -472,6 +465,41 @@ class WalWriter:
                     self._cv.notify()
         self._complete_batch(entries, vclock, failed)
 
+    def _write_alone(self, entry: JournalEntry) -> None:
+        """An inline batch of this one entry, written and completed now (tx owns the
+        writer state: `_busy` is set). The usual case — the current file has room, no
+        rollback — runs here in one frame, the work of _write_entries, _write_batch
+        and _complete_batch without their layers: a 1-row autocommit crosses every
+        one of them. Anything else goes the general way."""
+        current = self._file
+        if (current is None or current.offset >= self.max_size or self._in_rollback
+                or self._rollback_anchor is not None):
+            self._inline = [entry]
+            self._flush_inline()
+            return
+        start = current.offset
+        try:
+            data = _sign_entry(entry, self._wal_vclock, time.time())
+            if data is not None:
+                block = encode_block(data, compress=self.compress)
+                self.io.write(current.fd, block)
+                current.offset = start + len(block)
+                self._wal_vclock = entry.vclock
+        except Exception as exc:
+            self._cut_back(current, start, exc, (entry,))
+            self._fail_batch((entry,))
+        finally:
+            with self._lock:
+                self._busy = False
+                if self._queue:
+                    self._cv.notify()
+        if entry.failed_in_batch:
+            self._complete_batch([entry], self._wal_vclock, True)
+            return
+        self.vclock = self._wal_vclock
+        self.batches += 1
+        self._complete_entry(entry)
+
     def _control_done(self, ctrl: _Control) -> None:
         ctrl.done = True
         if ctrl.fiber is not None:
@@ -531,13 +559,20 @@ class WalWriter:
                 log.error("journal entry completion failed: %s", exc)
 
     def _run_on_write(self, rows: list[XRow], encoded: list[bytes] | None = None) -> None:
-        # (copies: a hook may remove itself)
+        # (copies: a hook may remove itself; one hook's failure must not keep the
+        # others from running)
         if self.on_write:
             for hook in list(self.on_write):
-                _run_hook(hook, rows)
+                try:
+                    hook(rows)
+                except Exception as exc:
+                    log.error("on_write hook %r failed: %s", hook, exc)
         if self.on_write_encoded:
             for hook in list(self.on_write_encoded):
-                _run_hook(hook, rows, encoded)
+                try:
+                    hook(rows, encoded)
+                except Exception as exc:
+                    log.error("on_write hook %r failed: %s", hook, exc)
 
     # ------------------------------------------------------------ writer thread
 
@@ -618,16 +653,38 @@ class WalWriter:
                 failed = True
                 vclock = self._wal_vclock
         if failed:
-            self._in_rollback = True
-            for entry in entries:
-                if entry.error is None:
-                    entry.error = ClientError(ErrorCode.ER_WAL_IO)
-                    entry.failed_in_batch = True
+            self._fail_batch(entries)
         else:
             self._wal_vclock = vclock
         # No copy: the writer never changes a vclock once it is the WAL's (see
         # _write_batch), so tx may share it with the last entry's.
         return vclock, failed
+
+    def _fail_batch(self, entries: Iterable[JournalEntry]) -> None:
+        """A batch could not be written: its entries fail with ER_WAL_IO (those not
+        refused alone already) and every later batch is refused until tx has seen
+        the failure (the cascading rollback)."""
+        self._in_rollback = True
+        for entry in entries:
+            if entry.error is None:
+                entry.error = ClientError(ErrorCode.ER_WAL_IO)
+                entry.failed_in_batch = True
+
+    def _cut_back(self, current: _WalFile, start: int, exc: Exception,
+                  entries: Iterable[JournalEntry]) -> None:
+        """A write to `current` from offset `start` failed: log it and cut the file
+        back to `start`, or leave the file for a new one if it cannot be cut."""
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        log.error("%s: failed to write to disk: %s", current.path, reason)
+        try:
+            self.io.truncate(current.fd, start)
+            current.offset = start
+        except OSError as cut_exc:
+            # The tail cannot be cut: never append after it, start a new file.
+            log.error("%s: failed to truncate: %s", current.path, cut_exc)
+            self._abandon_file()
+        for entry in entries:
+            entry.vclock = None
 
     def _write_batch(self, entries: list[JournalEntry]) -> VClock:
         """Write every entry of the batch or none of them; returns the new vclock."""
@@ -653,17 +710,7 @@ class WalWriter:
             if self.mode == "fsync" and current.offset != start:
                 self.io.fsync(current.fd)
         except Exception as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-            log.error("%s: failed to write to disk: %s", current.path, reason)
-            try:
-                self.io.truncate(current.fd, start)
-                current.offset = start
-            except OSError as cut_exc:
-                # The tail cannot be cut: never append after it, start a new file.
-                log.error("%s: failed to truncate: %s", current.path, cut_exc)
-                self._abandon_file()
-            for entry in entries:
-                entry.vclock = None
+            self._cut_back(current, start, exc, entries)
             raise
         return vclock
 

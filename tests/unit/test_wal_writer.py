@@ -681,3 +681,83 @@ def test_a_lone_writer_failure_fails_its_entry_and_writing_resumes(run, make_wri
     assert outcome["error"] == ErrorCode.ER_WAL_IO
     assert outcome["vclock"] == VClock({1: 4}) and outcome["next"] == VClock({1: 5})
     assert [r.lsn for r in xlog_rows(tmp_path / "00000000000000000003.xlog")] == [4, 5]
+
+
+class TornIO(WalIO):
+    """Writes the first `torn` bytes of the next block, then fails (a disk that
+    fills mid-write); with `cannot_cut`, the truncation that should follow fails."""
+
+    def __init__(self):
+        self.torn: int | None = None
+        self.cannot_cut = False
+
+    def write(self, fd, data):
+        if self.torn is not None and data != EOF_MARKER_BYTES:
+            os.write(fd, data[:self.torn])
+            self.torn = None
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        super().write(fd, data)
+
+    def truncate(self, fd, size):
+        if self.cannot_cut:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        super().truncate(fd, size)
+
+
+@pytest.mark.parametrize("lone", [True, False], ids=["lone writer", "batch"])
+def test_a_torn_write_is_cut_back_and_the_next_entry_follows_the_last_good_one(
+        run, make_writer, sched, tmp_path, logs, lone):
+    io = TornIO()
+    writer = make_writer({1: 3}, io=io)
+    outcome = {"errors": []}
+
+    def client(i):
+        try:
+            writer.write([insert(i)])
+        except ClientError as exc:
+            outcome["errors"].append(exc.code)
+
+    def main():
+        writer.write([insert(0)])
+        size = (tmp_path / "00000000000000000003.xlog").stat().st_size
+        io.torn = 7
+        if lone:
+            client(1)
+        else:
+            fibers = [sched.spawn(client, i, start=False) for i in (1, 2)]
+            sched_yield_until(sched, lambda: all(f.status == "dead" for f in fibers))
+        outcome["size"] = (tmp_path / "00000000000000000003.xlog").stat().st_size - size
+        outcome["next"] = writer.write([insert(100)])
+        writer.stop()
+
+    run(main)
+    assert outcome["errors"] == [ErrorCode.ER_WAL_IO] * (1 if lone else 2)
+    assert outcome["size"] == 0                   # the torn bytes are gone
+    assert outcome["next"] == VClock({1: 5})
+    assert [r.lsn for r in xlog_rows(tmp_path / "00000000000000000003.xlog")] == [4, 5]
+    assert any("failed to write to disk: No space left on device" in line for line in logs)
+
+
+def test_a_torn_write_that_cannot_be_cut_leaves_the_file_for_a_new_one(
+        run, make_writer, tmp_path, logs):
+    io = TornIO()
+    writer = make_writer({1: 3}, io=io)
+    outcome = {}
+
+    def main():
+        writer.write([insert(0)])
+        io.torn, io.cannot_cut = 7, True
+        with pytest.raises(ClientError) as failed:
+            writer.write([insert(1)])
+        outcome["error"] = failed.value.code
+        outcome["next"] = writer.write([insert(2)])
+        writer.stop()
+
+    run(main)
+    assert outcome["error"] == ErrorCode.ER_WAL_IO
+    assert outcome["next"] == VClock({1: 5})
+    assert any("failed to truncate" in line for line in logs)
+    # the torn file keeps its good row; the next entry opened a file of its own
+    names = sorted(path.name for path in tmp_path.glob("*.xlog"))
+    assert names[:2] == ["00000000000000000003.xlog", "00000000000000000004.xlog"]
+    assert [r.lsn for r in xlog_rows(tmp_path / "00000000000000000004.xlog")] == [5]
