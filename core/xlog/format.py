@@ -559,8 +559,12 @@ def encode_block(data: bytes, *, compress: bool = True) -> bytes:
     """Wrap encoded rows into a block; zstd when the 2.6.0 threshold is reached."""
     size = len(data)
     if size < COMPRESS_THRESHOLD - FIXHEADER_SIZE and type(data) is bytes:
-        # the usual small WAL block, as below with the crc computed in line
+        # the usual small WAL block, as below with the crc computed in line and,
+        # for a block length seen before, encode_fixheader's cached parts used here
         crc = ~_crc32c_inverted(data, 0xFFFFFFFF) & 0xFFFFFFFF
+        parts = _ROW_FIXHEADER_PARTS.get(size)
+        if parts is not None and crc >= 0x1000000:
+            return parts[0] + _pack_crc32(0xCE, crc) + parts[1] + data
         return encode_fixheader(ROW_MARKER, size, crc) + data
     if compress and FIXHEADER_SIZE + size >= COMPRESS_THRESHOLD:
         stored, magic = zstd_compress(data), ZROW_MARKER
