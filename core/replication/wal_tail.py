@@ -96,7 +96,7 @@ class WalTail:
                  max_bytes: int = DEFAULT_MAX_BYTES):
         self.sched = sched
         self.wal = wal
-        self.max_rows = max_rows
+        self.max_rows = max_rows      # (properties: the span limits follow them)
         self.max_bytes = max_bytes
         self.base_vclock = wal.vclock.copy()
         self.batches: list[TailBatch] = []
@@ -113,6 +113,24 @@ class WalTail:
         # the rows alone
         self._hooks = getattr(wal, "on_write_encoded", wal.on_write)
         self._hooks.append(self._on_write)
+
+    @property
+    def max_rows(self) -> int:
+        return self._max_rows
+
+    @max_rows.setter
+    def max_rows(self, rows: int) -> None:
+        self._max_rows = rows
+        self._span_rows = min(MAX_SPAN_ROWS, rows >> 2)
+
+    @property
+    def max_bytes(self) -> int:
+        return self._max_bytes
+
+    @max_bytes.setter
+    def max_bytes(self, size: int) -> None:
+        self._max_bytes = size
+        self._span_bytes = min(MAX_SPAN_BYTES, size >> 2)
 
     def detach(self) -> None:
         if self._on_write in self._hooks:
@@ -136,8 +154,8 @@ class WalTail:
         if encoded is None:
             size = sum(len(row.body or b"") + _ROW_OVERHEAD for row in rows)
             self._add(TailBatch(rows, vclock_after, size, count))
-        elif plain_tx(rows):
-            if not self._extend_open(rows, vclock_after, encoded):
+        elif self._open is None or not self._extend_open(rows, vclock_after, encoded):
+            if plain_tx(rows):
                 last = rows[-1]
                 frames = bytearray()
                 extend_frames(frames, encoded)
@@ -145,11 +163,11 @@ class WalTail:
                                     count, None, frames, last.replica_id, rows[0].lsn,
                                     last.lsn, last.timestamp))
                 self._open = self.batches[-1]
-        else:
-            # the bytes, and about as much again in the rows (bodies, headers)
-            self._add(TailBatch(rows, vclock_after, 2 * sum(map(len, encoded)), count,
-                                encoded))
-        if self.rows > self.max_rows or self.bytes > self.max_bytes:
+            else:
+                # the bytes, and about as much again in the rows (bodies, headers)
+                self._add(TailBatch(rows, vclock_after, 2 * sum(map(len, encoded)),
+                                    count, encoded))
+        if self.rows > self._max_rows or self.bytes > self._max_bytes:
             self._trim()
         self.cond.broadcast()
         if self.urgent():
@@ -168,18 +186,21 @@ class WalTail:
 
     def _extend_open(self, rows: list[XRow], vclock_after: VClock,
                      encoded: list[bytes]) -> bool:
-        """Add a plain batch to the open span when it continues it (same id, growing
-        LSNs) and the span has room; False when it cannot."""
+        """Add a batch to the open span when plain_tx takes it and it continues the
+        span (same id, growing LSNs), and the span has room; False when it cannot.
+        A one-row batch, a stream of autocommit statements, is checked here in line."""
         span = self._open
-        if span is None:
-            return False
         frames = span.frames
         last = rows[-1]
         count = len(rows)
         grown = span.count + count
         if (last.replica_id != span.replica_id or rows[0].lsn <= span.lsn
-                or grown > MAX_SPAN_ROWS or grown > self.max_rows >> 2
-                or len(frames) > MAX_SPAN_BYTES or len(frames) > self.max_bytes >> 2):
+                or grown > self._span_rows or len(frames) > self._span_bytes):
+            return False
+        if count == 1:      # plain_tx of one row: what the checks above left
+            if last.group_id or not 0 <= last.type < 0x80:
+                return False
+        elif not plain_tx(rows):
             return False
         before = len(frames)
         extend_frames(frames, encoded)

@@ -15,10 +15,10 @@ from spindle.core.iproto.constants import GroupId, IprotoType
 from spindle.core.iproto.xrow import XRow, encode_dml_body
 from spindle.core.replication.wal_cursor import WalCursor, XlogGapError
 from spindle.core.replication.wal_tail import WalTail
-from spindle.core.replication.wire_tx import WireTx
+from spindle.core.replication.wire_tx import WireTx, plain_tx
 from spindle.core.vclock import VClock
 from spindle.core.wal.writer import WalWriter
-from spindle.core.xlog.format import EOF_MARKER_BYTES
+from spindle.core.xlog.format import EOF_MARKER_BYTES, encode_row
 
 pytestmark = pytest.mark.usefixtures("collector_paused")   # see tests/conftest.py
 
@@ -139,6 +139,29 @@ def test_a_span_stops_growing_at_its_limits_or_at_a_batch_it_cannot_take(run, sc
         wal.write([insert(9)])
         assert [(b.rows is None, b.count) for b in tail.batches] == [
             (True, 3), (True, 1), (False, 1), (True, 1)]
+        tail.detach()
+    run(main)
+
+
+@pytest.mark.parametrize("header", [{"group_id": GroupId.LOCAL}, {"type": 0x80}],
+                         ids=["GROUP_LOCAL", "type past fixint"])
+def test_a_one_row_batch_joins_the_open_span_only_if_plain_tx_takes_it(run, sched, wal,
+                                                                       header):
+    """One-row batches are checked in line, not by plain_tx: a row of the span's id
+    and a later LSN that plain_tx refuses is kept as rows, and closes the span."""
+    def main():
+        tail = WalTail(sched, wal)
+        wal.write([insert(1)])
+        fields = {"type": IprotoType.INSERT, "replica_id": 1, "lsn": 2, "tsn": 2,
+                  "is_commit": True, "timestamp": 1.0,
+                  "body": encode_dml_body(IprotoType.INSERT, 512, tuple=[2])}
+        odd = XRow(**{**fields, **header})
+        assert not plain_tx([odd])
+        tail.append([odd], VClock({1: 2}), [encode_row(odd)])
+        wal.write([insert(3)])
+        assert [(b.rows is None, b.count) for b in tail.batches] == [
+            (True, 1), (False, 1), (True, 1)]
+        assert tail.batches[1].rows == [odd]
         tail.detach()
     run(main)
 
