@@ -64,7 +64,7 @@ from spindle.core.xlog.files import (
 )
 from spindle.core.xlog.format import (
     AUTOCOMMIT_THRESHOLD, EOF_MARKER_BYTES, FIXHEADER_SIZE, XLOG, XlogError, XlogMeta,
-    encode_block, encode_row_list,
+    encode_block, encode_local_tx, encode_row_list,
 )
 
 MODES = ("none", "write", "fsync")
@@ -151,8 +151,10 @@ class BrokenLsn(ClientError):
     """A replicated row whose LSN does not advance its vclock component."""
 
 
-def assign_lsn(rows: list[XRow], vclock: VClock, instance_id: int, timestamp: float) -> None:
-    """Sign `rows` (one transaction) in place and advance `vclock` (wal_assign_lsn)."""
+def assign_lsn(rows: list[XRow], vclock: VClock, instance_id: int, timestamp: float) -> bool:
+    """Sign `rows` (one transaction) in place and advance `vclock` (wal_assign_lsn).
+    True when they were several rows signed as the usual local transaction
+    (_sign_local_tx): what format.encode_local_tx encodes."""
     if len(rows) == 1:
         row = rows[0]
         if row.lsn == 0:    # the usual autocommit statement, as the loop below does it
@@ -162,12 +164,12 @@ def assign_lsn(rows: list[XRow], vclock: VClock, instance_id: int, timestamp: fl
             row.replica_id = 0 if row.group_id == _LOCAL else instance_id
             row.lsn = row.tsn = vclock.inc(row.replica_id)
             row.is_commit = True
-            return
+            return False
     if rows[0].lsn:
         if _sign_replicated_tx(rows, vclock, timestamp):
-            return
+            return False
     elif _sign_local_tx(rows, vclock, instance_id, timestamp):
-        return
+        return len(rows) > 1
     tsn = 0
     first_global = 0
     last = len(rows) - 1
@@ -193,6 +195,7 @@ def assign_lsn(rows: list[XRow], vclock: VClock, instance_id: int, timestamp: fl
     # Local-space rows before the first global one could not know the TSN yet.
     for row in rows[:first_global]:
         row.tsn = tsn
+    return False
 
 
 def _sign_local_tx(rows: list[XRow], vclock: VClock, instance_id: int,
@@ -242,8 +245,10 @@ def _sign_entry(entry: JournalEntry, vclock: VClock, now: float) -> bytes | None
     trial = vclock.copy()
     rows = entry.rows
     try:
-        assign_lsn(rows, trial, entry.instance_id, now)
-        encoded = encode_row_list(rows)
+        if assign_lsn(rows, trial, entry.instance_id, now):
+            encoded = encode_local_tx(rows)
+        else:
+            encoded = encode_row_list(rows)
         data = encoded[0] if len(encoded) == 1 else b"".join(encoded)
     except BrokenLsn as exc:
         entry.error = exc

@@ -14,7 +14,7 @@ from spindle.core.xlog.format import (
     COMPRESS_THRESHOLD, EOF_MARKER_BYTES, FIXHEADER_SIZE, ROW_MARKER, ZROW_MARKER, Block,
     BlockStream, CorruptBlock, DataAfterEof, EofMarker, NeedMore, XlogHeaderError, XlogMeta,
     crc32c, decode_block, decode_file, decode_fixheader, encode_block, encode_file,
-    encode_fixheader, encode_row_list, encode_rows, encode_tx, parse_meta, split_transactions, zstd_decompress,
+    encode_fixheader, encode_local_tx, encode_row_list, encode_rows, encode_tx, parse_meta, split_transactions, zstd_decompress,
 )
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "tarantool-2.6"
@@ -612,3 +612,39 @@ def test_rows_encoded_in_runs_are_what_the_general_encoder_writes(rows):
     then its body."""
     assert encode_row_list(rows) == [encode_header(row, 0) + (row.body or b"")
                                      for row in rows]
+
+
+@st.composite
+def local_transactions(draw) -> tuple[list[XRow], bool]:
+    """A transaction as the WAL signs it (assign_lsn) after any LSN of any size,
+    with its rows' types mostly shared, and whether it was signed as the usual
+    local transaction."""
+    from spindle.core.wal.writer import assign_lsn
+    instance_id = draw(st.sampled_from([1, 2, 31]))
+    before = draw(st.one_of(
+        st.sampled_from([0, 0x7E, 0xFE, 0xFFFE, 0xFFFFFFFE]),
+        st.integers(0, 0x10000).map(lambda n: 0xFFFF - n if n % 2 else 0xFFFFFFFF - n),
+        st.integers(0, 2**63)))
+    rtype = draw(st.sampled_from([IprotoType.INSERT, IprotoType.REPLACE, 0x7F, 0x80]))
+    rows = []
+    for _ in range(draw(st.integers(1, 200))):
+        if draw(st.integers(0, 20)) == 0:
+            rtype = draw(st.sampled_from([IprotoType.DELETE, 0x80]))
+        rows.append(XRow(int(rtype), draw(st.sampled_from([None, b"\x81\x10\x01"]))))
+    vclock = VClock({instance_id: before} if before else {})
+    local = assign_lsn(rows, vclock, instance_id, draw(st.sampled_from([1.5, 1e9 + 0.25])))
+    return rows, local
+
+
+@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
+@given(local_transactions())
+def test_a_local_transaction_encodes_as_the_general_encoder_writes_it(tx):
+    """encode_local_tx builds each header from the transaction's shared parts: the
+    bytes are still each row's header as xrow_header_encode writes it, then its
+    body, whatever the LSNs' sizes and the types."""
+    rows, local = tx
+    assert local == (len(rows) > 1)       # every transaction here is the usual one
+    expected = [encode_header(row, 0) + (row.body or b"") for row in rows]
+    assert encode_row_list(rows) == expected
+    if local:
+        assert encode_local_tx(rows) == expected
