@@ -16,7 +16,7 @@ Spindle replica) it measures
     (permanent) and how often it had to reconnect.
 Prints one table with the ratios (Spindle / Tarantool; higher is better for rates).
 `--only rates|join|overload` and `--kinds spindle|tarantool` measure a part; `--cpu`
-adds each process's CPU time per row during the catch-ups (from /proc).
+adds each process's CPU time per row in the live phases and the catch-ups (from /proc).
 """
 from __future__ import annotations
 
@@ -61,17 +61,21 @@ def replicated_rates(cluster: Cluster, kind: str, rows: int, per_txn: int,
     rate). Catch-up: the replica is detached while the master writes, then
     attached again and timed until it has everything (the relay and the applier
     alone). `cpu`, if given, gets the replica's and the master's CPU time per row
-    during the catch-up."""
+    in each phase."""
     master = cluster.add(kind, f"{kind}-m{per_txn}", FAST).start()
     master.eval(SPACE)
     replica = cluster.add(kind, f"{kind}-r{per_txn}",
                           {**FAST, "replication": [master.rep_uri]}).start()
     wait_for(lambda: replica.upstream_status(1) == "follow", 60, "replica to follow")
     start = time.perf_counter()
+    live_cpu = (cpu_seconds(replica), cpu_seconds(master))
     master.eval(INSERT_LOOP, 1, rows, per_txn)
     wait_for(lambda: same_vclocks(master, replica), 600, "replica to catch up",
              interval=0.005)
     live = rows / (time.perf_counter() - start)
+    if cpu is not None:
+        cpu["live replica"] = (cpu_seconds(replica) - live_cpu[0]) / rows
+        cpu["live master"] = (cpu_seconds(master) - live_cpu[1]) / rows
     replica.eval("box.cfg{replication = {}}")
     master.eval(INSERT_LOOP, rows + 1, rows, per_txn)
     start = time.perf_counter()
@@ -81,8 +85,8 @@ def replicated_rates(cluster: Cluster, kind: str, rows: int, per_txn: int,
              interval=0.005)
     catch_up = rows / (time.perf_counter() - start)
     if cpu is not None:
-        cpu["replica"] = (cpu_seconds(replica) - cpu_before[0]) / rows
-        cpu["master"] = (cpu_seconds(master) - cpu_before[1]) / rows
+        cpu["catch-up replica"] = (cpu_seconds(replica) - cpu_before[0]) / rows
+        cpu["catch-up master"] = (cpu_seconds(master) - cpu_before[1]) / rows
     master.stop()
     replica.stop()
     return live, catch_up
@@ -156,7 +160,8 @@ def main() -> None:
     parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS),
                         help="measure these kinds only (default: both, side by side)")
     parser.add_argument("--cpu", action="store_true",
-                        help="also show each process's CPU time per row in catch-up")
+                        help="also show each process's CPU time per row, live and "
+                             "in catch-up")
     args = parser.parse_args()
     compile_bytecode()
     results: dict[str, dict[str, float]] = {}
@@ -170,7 +175,7 @@ def main() -> None:
                     r[f"live rows/s, {per_txn} row(s)/txn"] = live
                     r[f"catch-up rows/s, {per_txn} row(s)/txn"] = catch_up
                     for role, seconds in (cpu or {}).items():
-                        r[f"catch-up {role} CPU µs/row, {per_txn} row(s)/txn"] = seconds * 1e6
+                        r[f"{role} CPU µs/row, {per_txn} row(s)/txn"] = seconds * 1e6
             if "join" in args.only:
                 r[f"JOIN of {args.join_rows:,} rows, s"] = join_seconds(cluster, kind,
                                                                        args.join_rows)
