@@ -153,8 +153,9 @@ class BrokenLsn(ClientError):
 
 def assign_lsn(rows: list[XRow], vclock: VClock, instance_id: int, timestamp: float) -> bool:
     """Sign `rows` (one transaction) in place and advance `vclock` (wal_assign_lsn).
-    True when they were several rows signed as the usual local transaction
-    (_sign_local_tx): what format.encode_local_tx encodes."""
+    True when they were signed as the usual local transaction (new rows of this
+    instance's id, none GROUP_LOCAL, consecutive LSNs from the TSN): what
+    format.encode_local_tx encodes."""
     if len(rows) == 1:
         row = rows[0]
         if row.lsn == 0:    # the usual autocommit statement, as the loop below does it
@@ -164,12 +165,12 @@ def assign_lsn(rows: list[XRow], vclock: VClock, instance_id: int, timestamp: fl
             row.replica_id = 0 if row.group_id == _LOCAL else instance_id
             row.lsn = row.tsn = vclock.inc(row.replica_id)
             row.is_commit = True
-            return False
+            return row.replica_id != 0
     if rows[0].lsn:
         if _sign_replicated_tx(rows, vclock, timestamp):
             return False
     elif _sign_local_tx(rows, vclock, instance_id, timestamp):
-        return len(rows) > 1
+        return True
     tsn = 0
     first_global = 0
     last = len(rows) - 1

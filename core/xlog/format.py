@@ -650,12 +650,12 @@ def encode_row_list(rows: Iterable[XRow]) -> list[bytes]:
 
 def encode_local_tx(rows: list[XRow]) -> list[bytes]:
     """encode_row_list of a transaction as the WAL signs the usual local one
-    (writer._sign_local_tx): several rows, one replica id, consecutive LSNs from
-    the TSN on, one TIMESTAMP, COMMIT on the last row only, no GROUP_ID, no
-    relayed bytes. When they also share a fixint type and their LSNs one size of
-    uint (uint16 or uint32), each row's header differs from the next only in its
-    LSN and TSN offset: about half of encode_row_list's work per row. Any other
-    transaction is encoded by encode_row_list."""
+    (writer.assign_lsn): one replica id, consecutive LSNs from the TSN on, one
+    TIMESTAMP, COMMIT on the last row only, no GROUP_ID, no relayed bytes. When
+    they also share a fixint type and their LSNs one size of uint (uint16 or
+    uint32), each row's header differs from the next only in its LSN and TSN
+    offset: about half of encode_row_list's work per row, a third for a single
+    row. Any other transaction is encoded by encode_row_list."""
     first, last = rows[0], rows[-1]
     rtype, replica_id, tsn, timestamp = first.type, first.replica_id, first.lsn, first.timestamp
     if 0x10000 <= tsn and last.lsn <= 0xFFFFFFFF:
@@ -664,10 +664,13 @@ def encode_local_tx(rows: list[XRow]) -> list[bytes]:
         pack, marker = _pack_u16_uint, 0xCD
     else:
         return encode_row_list(rows)
-    if not (0 <= rtype < 0x80 and 0 < replica_id < 0x80 and timestamp and len(rows) > 1):
+    if not (0 <= rtype < 0x80 and 0 < replica_id < 0x80 and timestamp):
         return encode_row_list(rows)
     heads = _HEADS.get(rtype << 7 | replica_id) or _heads(rtype << 7 | replica_id)
-    head, stamp = heads[1], b"\x04\xcb" + _pack_double(timestamp)
+    stamp = b"\x04\xcb" + _pack_double(timestamp)
+    if first is last:       # an autocommit statement: the short single-row header
+        return [heads[0] + pack(marker, tsn) + stamp + (first.body or b"")]
+    head = heads[1]
     out: list[bytes] = []
     append = out.append
     for diff, row in enumerate(rows):          # diff: LSN - TSN
