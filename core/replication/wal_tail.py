@@ -35,6 +35,14 @@ per row at 100 rows per transaction and ~1 µs per one-row transaction
 (scripts/bench/master_commit.py --replica, docs/PERFORMANCE.md). A reader that
 needs a span's rows (a cursor with part of it already) decodes them from the
 frames.
+
+A one-row batch that would be added to the open span — a stream of autocommit
+statements is nothing else — is only noted (its bytes in a list, the span's LSN
+and room moved on): the noted rows are framed into the span in one pass, with
+its counters, vclock and the tail's trim, when anything looks at the tail (get,
+seek, append, `batches`/`rows`/`bytes`), so a reader never sees the difference.
+Framing each one as it came cost the writer about as much again as the rest of
+keeping it.
 """
 from __future__ import annotations
 
@@ -99,15 +107,24 @@ class WalTail:
         self.max_rows = max_rows      # (properties: the span limits follow them)
         self.max_bytes = max_bytes
         self.base_vclock = wal.vclock.copy()
-        self.batches: list[TailBatch] = []
+        self._batches: list[TailBatch] = []
         self.first_seq = 0          # seq of batches[0] (== next_seq when empty)
         self.next_seq = 0
-        self.rows = 0
-        self.bytes = 0
+        self._rows = 0
+        self._bytes = 0
         self.cond = Cond(sched)     # broadcast on every batch: relays waiting wake up
         self.urgent: Callable[[], int] = _never      # true: a batch must not wait
         self.urgent_seq = -1        # seq of the newest batch appended while urgent
         self._open: TailBatch | None = None   # the newest batch if a span nobody took
+        # One-row batches that continue the open span, not framed into it yet (see
+        # _on_write): their bytes, the last one's row and the WAL vclock after it,
+        # the open span's LSN with them, and the room left in it.
+        self._pending: list[bytes] = []
+        self._pending_last: XRow | None = None
+        self._pending_vclock: VClock | None = None
+        self._open_lsn = 0
+        self._room_rows = 0
+        self._room_bytes = 0
         self._held: set = set()     # fibers in hold()
         # a WalWriter hands over each row's bytes too; other journals (tests' fakes)
         # the rows alone
@@ -138,11 +155,78 @@ class WalTail:
 
     # ----------------------------------------------------------- WAL side
 
+    @property
+    def batches(self) -> list[TailBatch]:
+        self._settle()
+        return self._batches
+
+    @property
+    def rows(self) -> int:
+        self._settle()
+        return self._rows
+
+    @property
+    def bytes(self) -> int:
+        self._settle()
+        return self._bytes
+
     def _on_write(self, rows: list[XRow], encoded: list[bytes] | None = None) -> None:
         """WalWriter.on_write(_encoded): runs in tx with the rows of one completed
         batch; the writer's vclock is already the one after them (kept as it is:
-        the writer never changes a vclock it has handed out)."""
+        the writer never changes a vclock it has handed out).
+
+        A one-row batch that continues the open span (plain_tx of one row, the
+        span's id, a later LSN, room left) is only noted: its bytes are framed into
+        the span with the others noted since, in one pass, when anything looks at
+        the tail (_settle). A stream of autocommit statements costs the writer a
+        list append per statement, not the span's bookkeeping."""
+        span = self._open
+        if span is not None and encoded is not None and len(rows) == 1:
+            row = rows[0]
+            if (row.replica_id == span.replica_id and row.lsn > self._open_lsn
+                    and not row.group_id and 0 <= row.type < 0x80
+                    and self._room_rows > 0 and self._room_bytes >= 0):
+                data = encoded[0]
+                self._pending.append(data)
+                self._pending_last = row
+                self._pending_vclock = self.wal.vclock
+                self._open_lsn = row.lsn
+                self._room_rows -= 1
+                self._room_bytes -= len(data)
+                self.cond.broadcast()
+                if self.urgent():
+                    self._urge()
+                return
         self.append(rows, self.wal.vclock, encoded)
+
+    def _settle(self) -> None:
+        """Frame the noted one-row batches into the open span (see _on_write)."""
+        pending = self._pending
+        if not pending:
+            return
+        span = self._open
+        frames = span.frames
+        before = len(frames)
+        extend_frames(frames, pending)
+        added = len(frames) - before
+        last = self._pending_last
+        span.vclock_after = self._pending_vclock
+        span.size += added
+        span.count += len(pending)
+        span.lsn, span.timestamp = last.lsn, last.timestamp
+        self._rows += len(pending)
+        self._bytes += added
+        self._pending = []
+        self._pending_last = self._pending_vclock = None
+        if self._rows > self._max_rows or self._bytes > self._max_bytes:
+            self._trim()
+
+    def _open_span(self, span: TailBatch) -> None:
+        """`span` (the newest batch) takes batches that continue it from now on."""
+        self._open = span
+        self._open_lsn = span.lsn
+        self._room_rows = self._span_rows - span.count
+        self._room_bytes = self._span_bytes - len(span.frames)
 
     def append(self, rows: list[XRow], vclock_after: VClock,
                encoded: list[bytes] | None = None) -> None:
@@ -150,6 +234,7 @@ class WalTail:
         whole (added to the newest span when that one is still open). `rows` and
         `encoded` of a batch kept as rows are kept as given, not copied: the WAL
         hands each batch lists nobody changes afterwards."""
+        self._settle()
         count = len(rows)
         if encoded is None:
             size = sum(len(row.body or b"") + _ROW_OVERHEAD for row in rows)
@@ -162,26 +247,30 @@ class WalTail:
                 self._add(TailBatch(None, vclock_after, len(frames) + _SPAN_OVERHEAD,
                                     count, None, frames, last.replica_id, rows[0].lsn,
                                     last.lsn, last.timestamp))
-                self._open = self.batches[-1]
+                self._open_span(self._batches[-1])
             else:
                 # the bytes, and about as much again in the rows (bodies, headers)
                 self._add(TailBatch(rows, vclock_after, 2 * sum(map(len, encoded)),
                                     count, encoded))
-        if self.rows > self._max_rows or self.bytes > self._max_bytes:
+        if self._rows > self._max_rows or self._bytes > self._max_bytes:
             self._trim()
         self.cond.broadcast()
         if self.urgent():
-            self.urgent_seq = self.next_seq - 1
-            if self._held:
-                held, self._held = self._held, set()
-                for fiber in held:
-                    self.sched.wakeup(fiber)
+            self._urge()
+
+    def _urge(self) -> None:
+        """The newest batch was appended while urgent(): relays holding wake now."""
+        self.urgent_seq = self.next_seq - 1
+        if self._held:
+            held, self._held = self._held, set()
+            for fiber in held:
+                self.sched.wakeup(fiber)
 
     def _add(self, batch: TailBatch) -> None:
-        self.batches.append(batch)
+        self._batches.append(batch)
         self.next_seq += 1
-        self.rows += batch.count
-        self.bytes += batch.size
+        self._rows += batch.count
+        self._bytes += batch.size
         self._open = None
 
     def _extend_open(self, rows: list[XRow], vclock_after: VClock,
@@ -209,8 +298,9 @@ class WalTail:
         span.size += added
         span.count = grown
         span.lsn, span.timestamp = last.lsn, last.timestamp
-        self.rows += count
-        self.bytes += added
+        self._rows += count
+        self._bytes += added
+        self._open_span(span)
         return True
 
     def _trim(self) -> None:
@@ -218,15 +308,15 @@ class WalTail:
         appending stays O(1) amortized)."""
         rows_goal, bytes_goal = self.max_rows * 3 // 4, self.max_bytes * 3 // 4
         drop = 0
-        while drop < len(self.batches) - 1 and (self.rows > rows_goal
-                                                 or self.bytes > bytes_goal):
-            batch = self.batches[drop]
-            self.rows -= batch.count
-            self.bytes -= batch.size
+        while drop < len(self._batches) - 1 and (self._rows > rows_goal
+                                                 or self._bytes > bytes_goal):
+            batch = self._batches[drop]
+            self._rows -= batch.count
+            self._bytes -= batch.size
             drop += 1
         if drop:
-            self.base_vclock = self.batches[drop - 1].vclock_after.copy()
-            del self.batches[:drop]
+            self.base_vclock = self._batches[drop - 1].vclock_after.copy()
+            del self._batches[:drop]
             self.first_seq += drop
 
     # ---------------------------------------------------------- relay side
@@ -251,11 +341,12 @@ class WalTail:
         search on the monotone `vclock_after`); next_seq when all are covered.
         A reader starts there: the open span is closed, as on get(), since what is
         added to it from now on could be after that reader's position."""
+        self._settle()
         self._open = None
-        lo, hi = 0, len(self.batches)
+        lo, hi = 0, len(self._batches)
         while lo < hi:
             mid = (lo + hi) // 2
-            if vclock_covers(vclock, self.batches[mid].vclock_after):
+            if vclock_covers(vclock, self._batches[mid].vclock_after):
                 lo = mid + 1
             else:
                 hi = mid
@@ -264,12 +355,13 @@ class WalTail:
     def get(self, seq: int) -> TailBatch | None:
         """The batch `seq`, or None when it is not written yet. A seq already dropped
         raises LookupError: the reader must go back to the files."""
+        self._settle()
         if seq < self.first_seq:
             raise LookupError(seq)
         index = seq - self.first_seq
-        if index >= len(self.batches):
+        if index >= len(self._batches):
             return None
-        batch = self.batches[index]
+        batch = self._batches[index]
         if batch is self._open:
             self._open = None       # taken: it never changes from now on
         return batch

@@ -166,6 +166,64 @@ def test_a_one_row_batch_joins_the_open_span_only_if_plain_tx_takes_it(run, sche
     run(main)
 
 
+def test_one_row_batches_noted_for_the_open_span_are_in_it_for_every_reader(run, sched,
+                                                                             wal):
+    """One-row batches that continue the open span are framed into it only when
+    something looks at the tail: whatever looks sees every row written, the span's
+    vclock and LSN after the last one, and the limits and positions as if each
+    batch had been added at once."""
+    def main():
+        tail = WalTail(sched, wal, max_rows=40)          # spans of up to 10 rows
+        written = []
+        for key in range(7):
+            written.append(insert(key))
+            wal.write([written[-1]])
+        # a seek inside the span settles it, closes it and finds its start
+        assert tail.seek(VClock({1: 3})) == 0
+        span = tail.get(0)
+        assert span.xrows() == written and span.count == 7 and span.lsn == 7
+        assert span.vclock_after == VClock({1: 7}) == wal.vclock
+        assert span.timestamp == written[-1].timestamp
+        for key in range(7, 30):                         # into new spans of 10
+            wal.write([insert(key)])
+        assert [(b.first_lsn, b.lsn, b.count) for b in tail.batches] == [
+            (1, 7, 7), (8, 17, 10), (18, 27, 10), (28, 30, 3)]
+        assert tail.rows == 30 and tail.next_seq == 4
+        assert tail.batches[-1].vclock_after == wal.vclock
+        cursor = WalCursor(wal, tail, VClock({1: 20}))
+        assert lsns(drain(cursor)) == own(21, 30)
+        for first in range(31, 40, 3):   # taken by the cursor three at a time
+            for key in range(3):
+                wal.write([insert(key)])
+            assert lsns(drain(cursor)) == own(first, first + 2)
+        for key in range(39, 80):                        # past max_rows: trimmed
+            wal.write([insert(key)])
+            assert tail.rows <= 40
+        assert lsns(drain(cursor)) == own(40, 80)
+        assert tail.reaches(wal.vclock)
+        assert not tail.reaches(VClock({1: 30}))     # the oldest spans dropped
+        tail.detach()
+    run(main)
+
+
+def test_a_one_row_batch_not_after_the_open_spans_last_lsn_is_not_added_to_it(
+        run, sched, wal):
+    """The open span takes a batch only past the LSN of the last one it took,
+    counting those not framed into it yet."""
+    def main():
+        tail = WalTail(sched, wal)
+        for key in range(3):
+            wal.write([insert(key)])
+        stale = XRow(type=IprotoType.INSERT, replica_id=1, lsn=2, tsn=2, is_commit=True,
+                     timestamp=1.0, body=encode_dml_body(IprotoType.INSERT, 512, tuple=[2]))
+        for hook in wal.on_write_encoded:            # as the WAL runs its hooks
+            hook([stale], [encode_row(stale)])
+        assert [(b.rows is None, b.first_lsn, b.lsn) for b in tail.batches] == [
+            (True, 1, 3), (True, 2, 2)]
+        tail.detach()
+    run(main)
+
+
 # ----------------------------------------------------------------- the cursor
 
 def test_a_cursor_at_the_wal_vclock_follows_the_tail(run, sched, wal):
