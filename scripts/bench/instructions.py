@@ -2,6 +2,7 @@
 counted by valgrind (callgrind), not timed.
 
     .venv/bin/python scripts/bench/instructions.py master|replica [--per-txn K] [--tail]
+        [--first-lsn L]
 
 Timings on a small VM move by ±1.5 µs per transaction from one process to the
 next, more than most single changes save. An instruction count does not: the same
@@ -11,7 +12,8 @@ WAL write takes depends on timing) whatever else the machine does. It
 runs master_commit.py (no replica; `--tail`: with the WAL tail a relay reads
 attached, the master's per-transaction share of a replica following — a real
 replica cannot be counted so, as its relay's wakeups depend on timing) or
-replica_apply.py under callgrind twice, with
+replica_apply.py (`--first-lsn`: its option, the LSN of the first row the replica
+receives) under callgrind twice, with
 10,000 and 30,000 measured rows, PYTHONHASHSEED=0, and prints the difference per
 row: start-up, warm-up and the prepared stream cancel out. Cache misses are not
 counted, so a change that only moves memory around shows here as nothing; confirm
@@ -31,12 +33,14 @@ HERE = Path(__file__).resolve().parent
 ROWS = (10_000, 30_000)
 
 
-def command(target: str, rows: int, per_txn: int, tail: bool) -> list[str]:
+def command(target: str, rows: int, per_txn: int, tail: bool,
+            first_lsn: int | None) -> list[str]:
     if target == "master":
         return [sys.executable, str(HERE / "master_commit.py"), "--rows", str(rows),
                 "--per-txn", str(per_txn), "--repeat", "1", *(["--tail"] if tail else [])]
     return [sys.executable, str(HERE / "replica_apply.py"), "--rows", str(rows),
-            "--per-txn", str(per_txn), "--repeat", "1", "--stream-rows", str(max(ROWS))]
+            "--per-txn", str(per_txn), "--repeat", "1", "--stream-rows", str(max(ROWS)),
+            *(["--first-lsn", str(first_lsn)] if first_lsn is not None else [])]
 
 
 def instructions(cmd: list[str]) -> int:
@@ -56,15 +60,21 @@ def main() -> None:
     parser.add_argument("--per-txn", type=int, default=100)
     parser.add_argument("--tail", action="store_true",
                         help="master: with the WAL tail a relay reads attached")
+    parser.add_argument("--first-lsn", type=int,
+                        help="replica: the LSN of the first row it receives")
     args = parser.parse_args()
     if args.tail and args.target != "master":
         parser.error("--tail counts the master")
+    if args.first_lsn is not None and args.target != "replica":
+        parser.error("--first-lsn is the replica's")
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is not installed (apt-get install -y valgrind)")
-    low, high = (instructions(command(args.target, rows, args.per_txn, args.tail))
+    low, high = (instructions(command(args.target, rows, args.per_txn, args.tail,
+                                      args.first_lsn))
                  for rows in ROWS)
     per_row = (high - low) / (ROWS[1] - ROWS[0])
-    what = args.target + (" + tail" if args.tail else "")
+    what = args.target + (" + tail" if args.tail else "") + (
+        f" from LSN {args.first_lsn}" if args.first_lsn is not None else "")
     print(f"{what}, {args.per_txn} row(s)/txn: {per_row:,.0f} instructions per row")
 
 

@@ -1,7 +1,7 @@
 """CPU per replicated row on a Spindle replica, in one process.
 
     .venv/bin/python scripts/bench/replica_apply.py [--rows N] [--per-txn K ...]
-        [--recovery] [--repeat R] [--profile] [--stream-rows N]
+        [--recovery] [--repeat R] [--profile] [--stream-rows N] [--first-lsn L]
 
 A replica joins the fake master of the applier tests (a replay of a real Tarantool
 2.6.0 capture), starts its WAL (wal_mode 'write') and subscribes; the master then
@@ -13,7 +13,9 @@ thread: process time counts every thread) and the ACKs. The fake master's own sh
 `--recovery`: also time the local recovery of the xlogs written (into a fresh box),
 per row. `--profile` prints a cProfile of each measured part. The collector runs with
 the thresholds a server sets (shell/launcher.py), Python's defaults with
-`--gc-default`.
+`--gc-default`. `--first-lsn`: the LSN of the first row sent (default right after
+the capture's vclock, small LSNs; 65536 or more gives the uint32 LSNs a master sends
+once past its first 65535 rows, those of most rows in a long benchmark).
 """
 from __future__ import annotations
 
@@ -146,6 +148,7 @@ def recover_xlogs_only(box, wal_dir: Path) -> int:
 
 
 def main() -> None:
+    global FIRST_LSN
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=20000)
     parser.add_argument("--per-txn", type=int, nargs="+", default=[1, 100])
@@ -155,11 +158,14 @@ def main() -> None:
                         help="runs of each measurement; the best and the median are shown")
     parser.add_argument("--gc-default", action="store_true",
                         help="Python's collector thresholds, not the server's")
+    parser.add_argument("--first-lsn", type=int, default=FIRST_LSN,
+                        help="LSN of the first row sent (past the capture's vclock)")
     parser.add_argument("--stream-rows", type=int,
                         help="prepare a stream of this many rows and send the first "
                              "--rows of it (instructions.py: runs of different --rows "
                              "then differ only in what the replica does)")
     args = parser.parse_args()
+    FIRST_LSN = args.first_lsn
     log.set_level(log.WARN)
     if not args.gc_default:
         gc.set_threshold(*COLLECTOR_THRESHOLDS)

@@ -124,7 +124,26 @@ def test_mutated_packets_decode_as_the_strict_way_or_not_at_all(packet, where, b
 
 
 RELAY_LAYOUT = ["single row", "transaction member", "transaction end",
-                "flags without commit", "wrapped tsn"]
+                "flags without commit", "wrapped tsn", "member past 65535",
+                "end past 65535", "first row past 65535", "member of a 128th row",
+                "flags without commit past 65535"]
+LSN_70000 = b"\xce" + struct.pack(">I", 70000)
+# (rows of multi-row transactions past LSN 65535: a uint32 LSN, a fixint TSN field)
+USUAL["member past 65535"] = header(
+    (b"\x00", b"\x02"), (b"\x02", b"\x05"), (b"\x03", LSN_70000), (b"\x04", TS),
+    (b"\x08", b"\x11")) + BODY
+USUAL["end past 65535"] = header(
+    (b"\x00", b"\x04"), (b"\x02", b"\x05"), (b"\x03", LSN_70000), (b"\x04", TS),
+    (b"\x08", b"\x7f"), (b"\x09", b"\x01")) + encode_dml_body(IprotoType.DELETE, 512, key=[1])
+USUAL["first row past 65535"] = header(
+    (b"\x00", b"\x02"), (b"\x02", b"\x05"), (b"\x03", LSN_70000), (b"\x04", TS),
+    (b"\x08", b"\x00")) + BODY
+USUAL["flags without commit past 65535"] = header(
+    (b"\x00", b"\x02"), (b"\x02", b"\x05"), (b"\x03", LSN_70000), (b"\x04", TS),
+    (b"\x08", b"\x03"), (b"\x09", b"\x00")) + BODY
+USUAL["member of a 128th row"] = header(
+    (b"\x00", b"\x02"), (b"\x02", b"\x05"), (b"\x03", LSN_70000), (b"\x04", TS),
+    (b"\x08", b"\xcc\x80")) + BODY
 USUAL["flags without commit"] = header(
     (b"\x00", b"\x02"), (b"\x02", b"\x07"), (b"\x03", b"\xce" + struct.pack(">I", 70000)),
     (b"\x04", TS), (b"\x08", b"\xcc\x90"), (b"\x09", b"\x00")) + BODY
@@ -138,6 +157,24 @@ def test_relay_layout_is_read_by_its_own_way_as_the_general_one(name):
     packet = USUAL[name]
     quick = xrow._relay_header(packet)          # (decode_dml_packet: see above)
     assert quick is not None and quick == xrow._usual_header(packet)
+
+
+@pytest.mark.parametrize("name", ["member past 65535", "end past 65535"])
+@pytest.mark.parametrize("field", [2, 4, 22], ids=["type", "replica id", "tsn"])
+@pytest.mark.parametrize("byte", [0x7F, 0x80, 0x90, 0xCC, 0xFF])
+def test_relay_layout_fixints_that_are_not_fixints_are_read_as_the_general_way(
+        name, field, byte):
+    """_relay_header takes the type, the replica id and the TSN field of a
+    uint32-LSN row as fixints only: any other byte there is read the general way
+    or not at all (None, or an error decode_dml_packet leaves to the strict way)."""
+    packet = USUAL[name]
+    mutated = packet[:field] + bytes((byte,)) + packet[field + 1:]
+    try:
+        quick = xrow._relay_header(mutated)
+    except (IndexError, struct.error, xrow.MsgpackError):
+        return
+    if quick is not None:
+        assert quick == xrow._usual_header(mutated)
 
 
 @settings(max_examples=400)

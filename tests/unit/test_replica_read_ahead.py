@@ -99,7 +99,10 @@ def test_a_tsn_that_is_not_a_uint_is_left_to_the_strict_decoder(lsn, tsn_marker)
 @settings(max_examples=500)
 @given(st.sampled_from([relayed(), relayed(lsn=300, tsn=298, commit=False),
                         relayed(IprotoType.DELETE, 2**33, 2**33 - 5),
-                        relayed(lsn=16, tsn=15, commit=True)]),
+                        relayed(lsn=16, tsn=15, commit=True),
+                        relayed(lsn=70000, tsn=69990, commit=False),
+                        relayed(IprotoType.REPLACE, 70000, 69990, commit=True),
+                        relayed(lsn=2**32 - 1, tsn=2**32 - 2, commit=False)]),
        st.integers(0, 200), st.integers(0, 255))
 def test_mutated_relayed_rows_are_written_as_the_general_encoder_writes_them(
         packet, where, byte):
