@@ -208,7 +208,8 @@ def iter_rows(data: bytes) -> Iterator[tuple]:
     other bodies the whole body is reported as the tuple span.
     Raises ValueError-family errors on undecodable MsgPack (callers add the
     file and offset)."""
-    u = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=max(len(data), 1))
+    u = msgpack.Unpacker(raw=False, strict_map_key=False, unicode_errors="surrogateescape",
+                         max_buffer_size=max(len(data), 1))
     u.feed(data)
     tell, unpack, skip, read_map_header = u.tell, u.unpack, u.skip, u.read_map_header
     end = len(data)

@@ -294,3 +294,19 @@ def test_batches_hold_at_most_batch_rows_and_the_same_rows(tarantool_data, monke
                for b in Scan(task, filters, batch_rows=batch_rows).batches()]
     assert all(0 < b.num_rows <= batch_rows for b in batches)
     assert pa.Table.from_batches(batches, schema=whole.schema).equals(whole)
+
+
+@pytest.mark.parametrize("where", ["header", "body"])
+def test_a_string_that_is_not_utf8_is_walked_past_the_same(monkeypatch, where):
+    """MsgPack strings are not checked for UTF-8 on the way (2.6.0's decoders never
+    check them): a header value or a body field the walk does not read that is
+    not UTF-8 is passed over by both walkers, not an error of one of them."""
+    bad = b"\xa3\xe0\x06\x80"                   # a 3-byte str, not UTF-8
+    if where == "header":                       # {REQUEST_TYPE: 2, LSN: 5, 0x40: bad}
+        payload = b"\x83\x00\x02\x03\x05\x40" + bad + msgpack.packb({0x10: 512, 0x21: [1]})
+    else:                                       # {SPACE_ID: 512, TUPLE: [1], 0x40: bad}
+        payload = (msgpack.packb({0: 2, 3: 5}) + b"\x83\x10\xcd\x02\x00\x21\x91\x01\x40"
+                   + bad)
+    compiled, python = walk_both([payload], monkeypatch)
+    assert not isinstance(python, str), python
+    assert_same([payload], monkeypatch)
