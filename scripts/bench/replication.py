@@ -17,11 +17,16 @@ Spindle replica) it measures
 Prints one table with the ratios (Spindle / Tarantool; higher is better for rates).
 `--only rates|join|overload` and `--kinds spindle|tarantool` measure a part; `--cpu`
 adds each process's CPU time per row in the live phases and the catch-ups (from /proc).
+`--rounds R` measures everything R times, the two kinds in alternating order, prints
+each round's table and then, per benchmark, the ratios of the rounds and their
+median: Tarantool's own rates on this VM move by up to 2x from one run to the next,
+so one round says little about a ratio.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -162,11 +167,24 @@ def main() -> None:
     parser.add_argument("--cpu", action="store_true",
                         help="also show each process's CPU time per row, live and "
                              "in catch-up")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="measure everything this many times, the kinds alternating, "
+                             "and print the median ratio of each benchmark")
     args = parser.parse_args()
     compile_bytecode()
+    rounds = [measure_round(args, args.kinds if i % 2 == 0 else args.kinds[::-1])
+              for i in range(args.rounds)]
+    for results in rounds:
+        print_round(results)
+    if len(rounds) > 1 and len(rounds[0]) == len(KINDS):
+        print_medians(rounds)
+
+
+def measure_round(args, kinds) -> dict[str, dict[str, float]]:
+    """One measurement of every part asked for, kind by kind in `kinds` order."""
     results: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp, Cluster(Path(tmp)) as cluster:
-        for kind in args.kinds:
+        for kind in kinds:
             r = results[kind] = {}
             if "rates" in args.only:
                 for per_txn, rows in ((1, args.rows), (100, args.rows * 5)):
@@ -183,12 +201,27 @@ def main() -> None:
                 stops, reconnects = overload(cluster, kind, args.overload)
                 r["overload: permanent applier stops"] = stops
                 r["overload: reconnects"] = reconnects
+    return results
+
+
+def print_round(results: dict[str, dict[str, float]]) -> None:
     if len(results) == len(KINDS):
         print_side_by_side(results)
     else:
         for kind, values in results.items():
             for name, value in values.items():
                 print(f"{kind:10} {name:45} {value:14,.1f}")
+
+
+def print_medians(rounds: list[dict[str, dict[str, float]]]) -> None:
+    """Per benchmark: the Spindle / Tarantool ratio of each round and the median."""
+    print(f"\nratios over {len(rounds)} rounds (Spindle / Tarantool)")
+    for name in rounds[0]["spindle"]:
+        ratios = [r["spindle"][name] / r["tarantool"][name]
+                  for r in rounds if r["tarantool"][name]]
+        if ratios:
+            listed = " / ".join(f"{ratio:.2f}" for ratio in ratios)
+            print(f"{name:45} {listed}   median {statistics.median(ratios):.2f}")
 
 
 if __name__ == "__main__":
