@@ -463,8 +463,7 @@ class TreeIndex(Index):
                 return
             yield data[current]
             # Re-seek from the entry just returned: the index may have changed.
-            if self._tail:
-                self._settle()
+            self.ordered()
             if reverse:
                 pos = data.bisect_left(current) - 1
             else:

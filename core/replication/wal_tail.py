@@ -277,19 +277,15 @@ class WalTail:
                      encoded: list[bytes]) -> bool:
         """Add a batch to the open span when plain_tx takes it and it continues the
         span (same id, growing LSNs), and the span has room; False when it cannot.
-        A one-row batch, a stream of autocommit statements, is checked here in line."""
+        (The WAL's one-row batches are usually noted by _on_write instead.)"""
         span = self._open
         frames = span.frames
         last = rows[-1]
         count = len(rows)
         grown = span.count + count
         if (last.replica_id != span.replica_id or rows[0].lsn <= span.lsn
-                or grown > self._span_rows or len(frames) > self._span_bytes):
-            return False
-        if count == 1:      # plain_tx of one row: what the checks above left
-            if last.group_id or not 0 <= last.type < 0x80:
-                return False
-        elif not plain_tx(rows):
+                or grown > self._span_rows or len(frames) > self._span_bytes
+                or not plain_tx(rows)):
             return False
         before = len(frames)
         extend_frames(frames, encoded)

@@ -465,11 +465,16 @@ class WalWriter:
         try:
             vclock, failed = self._write_entries(entries)
         finally:
-            with self._lock:
-                self._busy = False
-                if self._queue:
-                    self._cv.notify()
+            self._end_inline()
         self._complete_batch(entries, vclock, failed)
+
+    def _end_inline(self) -> None:
+        """tx is done with the writer state it took for an inline batch: the thread
+        owns it again (and writes what queued meanwhile)."""
+        with self._lock:
+            self._busy = False
+            if self._queue:
+                self._cv.notify()
 
     def _write_alone(self, entry: JournalEntry) -> None:
         """An inline batch of this one entry, written and completed now (tx owns the
@@ -495,10 +500,7 @@ class WalWriter:
             self._cut_back(current, start, exc, (entry,))
             self._fail_batch((entry,))
         finally:
-            with self._lock:
-                self._busy = False
-                if self._queue:
-                    self._cv.notify()
+            self._end_inline()
         if entry.failed_in_batch:
             self._complete_batch([entry], self._wal_vclock, True)
             return
