@@ -30,7 +30,7 @@ from spindle.core.box.field_types import (
 )
 from spindle.core.box.index import DupMode, Index, IndexDef, IndexType, make_index
 from spindle.core.box.key_def import normalize_key
-from spindle.core.box.txn import PutRequest, Statement, TxnManager
+from spindle.core.box.txn import PutRequest, Statement, Txn, TxnManager, put_row
 from spindle.core.box.update import check_ops, update_tuple, upsert_tuple
 from spindle.core.fiber.trigger import TriggerList
 from spindle.core.iproto.constants import GroupId, IprotoType
@@ -362,12 +362,43 @@ class Space:
     def _request(self, type: int, **fields: Any) -> DmlRequest:
         return DmlRequest(type=type, space_id=self.id, **fields)
 
-    # these two run for every Lua insert/replace: their request is a PutRequest
+    # these two run for every Lua insert/replace
     def insert(self, tup: Sequence[Any]) -> tuple:
-        return self.txns.execute(self, PutRequest(_INSERT, self.id, tup))
+        return self.put(tup, _INSERT)
 
     def replace(self, tup: Sequence[Any]) -> tuple:
-        return self.txns.execute(self, PutRequest(_REPLACE, self.id, tup))
+        return self.put(tup, _REPLACE)
+
+    def put(self, tup: Sequence[Any], rtype: int) -> tuple:
+        """INSERT (`rtype` _INSERT) or REPLACE of a whole tuple: TxnManager.execute of
+        a PutRequest, or put_in_txn() inside an open transaction."""
+        txns = self.txns
+        txn = txns.open.get(txns.fiber_key())
+        if txn is None:
+            return txns.execute(self, PutRequest(rtype, self.id, tup))
+        return self.put_in_txn(txn, tup, rtype)
+
+    def put_in_txn(self, txn: Txn, tup: Sequence[Any], rtype: int) -> tuple:
+        """put() inside `txn`, the running fiber's open transaction, with the usual
+        statement run in this one frame: a transaction of this instance's own
+        (not an applier's), a memtx space with no trigger. That statement is what
+        execute() + execute_stmt() make of it, in their order: the tuple stored
+        (_put), then the statement and its redo row join the transaction (a
+        failure before that leaves nothing to undo: the indexes refuse all or
+        nothing). Anything else takes execute()."""
+        if (txn.replicated or self.engine != "memtx" or len(self.before_replace)
+                or len(self.on_replace)):
+            return self.txns.execute(self, PutRequest(rtype, self.id, tup))
+        new, displaced, data = self._put(tup, _STORE_MODE[rtype])
+        if data is None:
+            # a value MsgPack cannot hold: execute() fails in the redo row after
+            # the index changed, and undoes that
+            self.undo(displaced, new)
+            return self.txns.execute(self, PutRequest(rtype, self.id, tup))
+        row = None if self.is_temporary else put_row(rtype, self.id, data, self.group_id)
+        txn.statements.append(Statement(self, PutRequest(rtype, self.id, tup), displaced,
+                                        new, data, row))
+        return new
 
     def delete(self, key: Any, index_id: int = 0) -> tuple | None:
         return self.txns.execute(self, self._request(
@@ -431,14 +462,7 @@ class Space:
         if self.engine == "blackhole":
             return self._execute_blackhole(stmt)
         if rtype == _INSERT or rtype == _REPLACE:
-            new = request.tuple
-            if type(new) is list:       # as decoded from MsgPack (a replicated row)
-                new = tuple(new)
-            if type(new) is not tuple or not self._fits(new):    # validate_tuple, inline
-                new = self.validate_tuple(new)
-            # packed once: for bsize here, for the redo row later
-            stmt.tuple_data = data = pack_tuple(new)
-            stmt.old_tuple = self._replace_all(None, new, _STORE_MODE[rtype], data)
+            new, stmt.old_tuple, stmt.tuple_data = self._put(request.tuple, _STORE_MODE[rtype])
             stmt.new_tuple = new
             return new
         if rtype == IprotoType.DELETE:
@@ -466,6 +490,29 @@ class Space:
         if rtype == IprotoType.NOP:
             return None
         raise ClientError(ErrorCode.ER_UNKNOWN_REQUEST_TYPE, rtype)
+
+    def _put(self, tup: Any, mode: DupMode) -> tuple[tuple, Any, bytes | None]:
+        """The INSERT/REPLACE of `tup` (a tuple, or a list as MsgPack decodes one)
+        in every index: the format check (validate_tuple's, inline), the tuple
+        packed once (for bsize here, for the redo row later; None when MsgPack
+        cannot hold a value), then _replace_all, inline for a lone primary key.
+        Returns (the stored tuple, the one it displaced, the packed tuple)."""
+        new = tup
+        if type(new) is list:
+            new = tuple(new)
+        if type(new) is not tuple or not self._fits(new):
+            new = self.validate_tuple(new)
+        data = pack_tuple(new)
+        indexes = self.indexes
+        pk = indexes.get(0)
+        if len(indexes) != 1 or pk is None:
+            return new, self._replace_all(None, new, mode, data), data
+        displaced = pk.replace(None, new, mode)
+        if displaced is None and data is not None:
+            self._bsize += len(data)
+        else:
+            self._account(displaced, new, data)
+        return new, displaced, data
 
     def _find_by_key(self, request: DmlRequest) -> tuple[Index, list]:
         index = self._unique_index(request.index_id)

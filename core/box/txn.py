@@ -74,9 +74,7 @@ def request_row(request: DmlRequest | PutRequest, group_id: int = 0,
     if tuple_data is not None and (type(request) is PutRequest or (
             (rtype == _INSERT or rtype == _REPLACE) and not request.index_id
             and not request.index_base and request.key is None and request.ops is None)):
-        prefix = _TUPLE_BODY_PREFIX.get(request.space_id) or _tuple_body_prefix(request.space_id)
-        # positional (type, body, replica_id, lsn, timestamp, group_id): quicker
-        return XRow(rtype, prefix + tuple_data, 0, 0, 0.0, group_id)
+        return put_row(rtype, request.space_id, tuple_data, group_id)
     if rtype == IprotoType.NOP:
         return XRow(type=IprotoType.NOP, group_id=group_id)
     body = encode_dml_body(request.type, request.space_id, index_id=request.index_id,
@@ -85,20 +83,29 @@ def request_row(request: DmlRequest | PutRequest, group_id: int = 0,
     return XRow(type=request.type, body=body, group_id=group_id)
 
 
+def put_row(rtype: int, space_id: int, tuple_data: bytes, group_id: int = 0) -> XRow:
+    """The redo row of an INSERT/REPLACE (`rtype`) of a tuple packed as `tuple_data`."""
+    prefix = _TUPLE_BODY_PREFIX.get(space_id) or _tuple_body_prefix(space_id)
+    # positional (type, body, replica_id, lsn, timestamp, group_id): quicker
+    return XRow(rtype, prefix + tuple_data, 0, 0, 0.0, group_id)
+
+
 class Statement:
     """One statement: the tuples it removed/added (for undo) and the request to log."""
 
     __slots__ = ("space", "old_tuple", "new_tuple", "request", "row", "tuple_data")
 
-    def __init__(self, space: Any, request: DmlRequest):
+    def __init__(self, space: Any, request: DmlRequest, old_tuple: Any = None,
+                 new_tuple: Any = None, tuple_data: bytes | None = None,
+                 row: XRow | None = None):
         self.space = space
         self.request = request
-        self.old_tuple: Any = None
-        self.new_tuple: Any = None
-        self.row: XRow | None = None
+        self.old_tuple = old_tuple
+        self.new_tuple = new_tuple
+        self.row = row
         # MsgPack of request.tuple when the space packed it (INSERT/REPLACE): the
         # redo row reuses it
-        self.tuple_data: bytes | None = None
+        self.tuple_data = tuple_data
 
     def __repr__(self) -> str:
         return (f"Statement({OP_NAMES.get(self.request.type, self.request.type)} "
@@ -196,7 +203,9 @@ class TxnManager:
                  fiber_key: Callable[[], Hashable] | None = None):
         self.journal = journal
         self.fiber_key = fiber_key or (lambda: None)
-        self._txns: dict[Hashable, Txn] = {}
+        # fiber key -> its open transaction (Space.put reads it; only this class
+        # changes it)
+        self.open: dict[Hashable, Txn] = {}
         # limbo_commit(txn, rows): the commit path of synchronous replication
         # (core/box/limbo_txn.py) — writes the rows through `journal` and waits in
         # the limbo when it must; None: the journal alone
@@ -206,7 +215,7 @@ class TxnManager:
 
     @property
     def current(self) -> Txn | None:
-        return self._txns.get(self.fiber_key())
+        return self.open.get(self.fiber_key())
 
     def is_in_txn(self) -> bool:
         return self.current is not None
@@ -225,14 +234,14 @@ class TxnManager:
 
     def begin(self) -> Txn:
         key = self.fiber_key()
-        if key in self._txns:
+        if key in self.open:
             raise ClientError(ErrorCode.ER_ACTIVE_TRANSACTION)
-        txn = self._txns[key] = Txn()
+        txn = self.open[key] = Txn()
         return txn
 
     def commit(self) -> None:
         key = self.fiber_key()
-        txn = self._txns.get(key)
+        txn = self.open.get(key)
         if txn is None:
             return
         if txn.depth:
@@ -283,7 +292,7 @@ class TxnManager:
     def abort_on_yield(self, fiber: Any = None) -> None:
         """The running fiber yields: an active memtx transaction is aborted. (Called
         on every yield: with no transaction open anywhere, it returns at once.)"""
-        if not self._txns:
+        if not self.open:
             return
         txn = self.current
         if txn is None or txn.status != "active" or txn.autocommit or txn.aborted_by_yield:
@@ -296,11 +305,11 @@ class TxnManager:
     def execute(self, space: Any, request: DmlRequest) -> Any:
         """Run one DML statement of `space` (called by Space)."""
         key = self.fiber_key()
-        txn = self._txns.get(key)
+        txn = self.open.get(key)
         autocommit = txn is None
         if autocommit:
             txn = Txn(autocommit=True)
-            self._txns[key] = txn
+            self.open[key] = txn
         # A transaction aborted by a yield still takes statements in 2.6.0 (checked
         # against the binary); only its commit fails, with ER_TRANSACTION_YIELD.
         position = len(txn.statements)
@@ -335,8 +344,8 @@ class TxnManager:
         """Take `txn` from its fiber (`key`: fiber_key(), when the caller has it)."""
         if key is _NO_KEY:
             key = self.fiber_key()
-        if self._txns.get(key) is txn:
-            del self._txns[key]
+        if self.open.get(key) is txn:
+            del self.open[key]
 
     def _commit(self, txn: Txn, key: Hashable = _NO_KEY) -> None:
         if txn.aborted_by_yield:

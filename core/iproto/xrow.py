@@ -449,29 +449,50 @@ DML_WRITE_TYPES = frozenset(int(t) for t in (IprotoType.INSERT, IprotoType.REPLA
 
 
 def decode_dml_packet(packet: bytes, ext_hook: Callable | None = None
-                      ) -> tuple[XRow, Any] | None:
-    """A replication stream's DML row the quick way: (row, its body unpacked), the
-    row equal to what decode_row(packet, exact=True) returns. None for anything
-    unusual — another row type, a header decode_row would refuse or that has keys
-    or value encodings beyond fixint keys, uint values and a double TIMESTAMP, a
-    body the unpacker refuses — which the caller then hands to decode_row, so
-    errors and odd rows keep their one strict path."""
+                      ) -> tuple[XRow, DmlRequest | PutRequest] | None:
+    """A replication stream's DML row the quick way: (row, its request as
+    dml_request_from_map makes it of the body), the row equal to what
+    decode_row(packet, exact=True) returns. None for anything unusual — another
+    row type, a header decode_row would refuse or that has keys or value
+    encodings beyond fixint keys, uint values and a double TIMESTAMP, a body
+    the unpacker or the request refuses — which the caller then hands to
+    decode_row, so errors and odd rows keep their one strict path.
+
+    The body every INSERT/REPLACE of a user space has, {SPACE_ID: uint16,
+    TUPLE: array} in this order, is read by its bytes: only the tuple is
+    unpacked, into a PutRequest."""
     try:
         header = _relay_header(packet)
         row, pos = header if header is not None else _usual_header(packet)
     except (_NotUsual, IndexError, struct.error, MsgpackError):
         return None
-    if row.type not in DML_WRITE_TYPES or pos >= len(packet):
+    rtype = row.type
+    if rtype not in DML_WRITE_TYPES or pos >= len(packet):
         return None
     body = packet[pos:]
     try:
-        value = msgpack.unpackb(body, raw=False, strict_map_key=False,
+        if ((rtype == _INSERT or rtype == _REPLACE) and body[:3] == _PUT_BODY_HEAD
+                and body[5:6] == _TUPLE_KEY):
+            tup = msgpack.unpackb(body[6:], raw=False, strict_map_key=False,
+                                  unicode_errors="surrogateescape",
+                                  ext_hook=ext_hook or msgpack.ExtType)
+            if type(tup) is not list:
+                return None
+            request = PutRequest(rtype, (body[3] << 8) | body[4], tup)
+        else:
+            request = dml_request_from_map(
+                msgpack.unpackb(body, raw=False, strict_map_key=False,
                                 unicode_errors="surrogateescape",
-                                ext_hook=ext_hook or msgpack.ExtType)
+                                ext_hook=ext_hook or msgpack.ExtType), rtype)
     except Exception:   # noqa: BLE001 - whatever it is, the strict path says it
         return None
     row.body = body
-    return row, value
+    return row, request
+
+
+# {SPACE_ID: uint16 ...} and TUPLE: the usual INSERT/REPLACE body (encode_dml_body)
+_PUT_BODY_HEAD = bytes((0x82, IprotoKey.SPACE_ID, 0xCD))
+_TUPLE_KEY = bytes((IprotoKey.TUPLE,))
 
 
 # header keys the quick decoder takes (uint values): REQUEST_TYPE, SYNC, REPLICA_ID,

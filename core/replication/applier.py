@@ -522,7 +522,7 @@ class Applier:
                 rows = self._read_tx(assembler)
                 if rows[0].lsn == 0:
                     self._signal_ack()       # a heartbeat: answer it
-                elif not apply_tx(rows, skip_conflict, assembler.tx_bodies):
+                elif not apply_tx(rows, skip_conflict, assembler.tx_requests):
                     self._signal_ack()       # applied already (another upstream)
         finally:
             counters.on_commit.remove(on_commit)
@@ -537,10 +537,10 @@ class Applier:
         while tx is None:
             row = conn.read_buffered(assembler)
             if row is None:
-                row, body = conn.read_stream_row(self._disconnect_timeout())
-                if body is None and is_error_type(row.type):    # (unpacked: DML)
+                row, request = conn.read_stream_row(self._disconnect_timeout())
+                if request is None and is_error_type(row.type):   # (a request: DML)
                     raise decode_error(row)
-                tx = assembler.push(row, body)
+                tx = assembler.push(row, request)
             else:
                 tx = assembler.pop()
             if row.timestamp > 0:

@@ -9,7 +9,7 @@ apply_row and the join streams of replication.rst).
   through Box.submit_replicated): the reader goes on reading while the WAL writes, and
   the original rows, not rebuilt ones, reach the local WAL. `replicaset.applier.vclock`
   runs ahead of the written vclock by what is in flight, so nothing is applied twice,
-  even when two appliers bring the same rows (full mesh). The bodies come unpacked
+  even when two appliers bring the same rows (full mesh). The requests come decoded
   by the reader where it could (streams.py), and every row is a statement of
   core/box/row_apply.py: no redo row, and no TxnManager.execute bookkeeping for a
   space without triggers. As long as nothing can observe the transaction (no
@@ -41,8 +41,7 @@ from spindle.core.iproto.constants import GroupId, IprotoKey, IprotoType, is_syn
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
 from spindle.core.box.field_types import ext_hook
 from spindle.core.iproto.xrow import (
-    DML_WRITE_TYPES, DmlRequest, XRow, decode_dml_body, decode_synchro_body,
-    dml_request_from_map, unpack,
+    DML_WRITE_TYPES, DmlRequest, XRow, decode_dml_body, decode_synchro_body, unpack,
 )
 
 SNAPSHOT_BATCH = 1000      # snapshot rows per transaction (and per yield)
@@ -161,12 +160,12 @@ class ReplicatedTx:
         self.on_rollback = functools.partial(_on_txn_rollback, box)
 
     def apply(self, rows: list[XRow], skip_conflict: bool = False,
-              bodies: list | None = None) -> bool:
+              requests: list | None = None) -> bool:
         """Apply one transaction and hand it to the journal without waiting for
         the write. Returns False when everything in it is applied already. Raises
         what applying raised (the local transaction is rolled back: no part of a
-        transaction is ever left applied). `bodies`: the rows' bodies as the
-        reader unpacked them, row for row (None where it did not)."""
+        transaction is ever left applied). `requests`: the rows' DML requests as
+        the reader decoded them, row for row (None where it did not)."""
         box, replicaset = self.box, self.replicaset
         last = rows[-1]
         applied = known_lsn(replicaset, last.replica_id)
@@ -176,10 +175,10 @@ class ReplicatedTx:
             # Part of it came through another upstream already (a master switch
             # in the middle of a transaction): keep only the rows not applied yet.
             rows = [row for row in rows if row.lsn > known_lsn(replicaset, row.replica_id)]
-            bodies = None
+            requests = None
         statements: list[Statement] = []    # while no transaction is made
         txn = adopt(box, statements) if box.limbo.queue else None
-        journal_rows, txn = _apply_rows(box, txn, statements, rows, bodies, skip_conflict)
+        journal_rows, txn = _apply_rows(box, txn, statements, rows, requests, skip_conflict)
         if txn is None:
             self._commit_unobserved(statements, journal_rows)
         else:
@@ -233,7 +232,7 @@ class ReplicatedTx:
 
 
 def _apply_rows(box, txn, statements: list[Statement], rows: list[XRow],
-                bodies: list | None, skip_conflict: bool) -> tuple[list[XRow], Any]:
+                requests: list | None, skip_conflict: bool) -> tuple[list[XRow], Any]:
     """Apply the rows. Returns the rows to log — the rows themselves (a skipped
     conflict as a NOP), then what triggers wrote to local spaces — and the local
     transaction. That is `txn` if given; else, as long as nothing can observe the
@@ -245,20 +244,15 @@ def _apply_rows(box, txn, statements: list[Statement], rows: list[XRow],
     engine = box.engine
     spaces = engine.spaces
     unobserved_space = None     # the last space found unobserved
-    if bodies is None:
-        bodies = [None] * len(rows)
+    if requests is None:
+        requests = [None] * len(rows)
     try:
         for i, row in enumerate(rows):
             rtype = row.type
             if rtype in DML_WRITE_TYPES:
-                body = bodies[i]
-                if body is None:
+                request = requests[i]
+                if request is None:
                     request = decode_request(row)
-                else:
-                    try:
-                        request = dml_request_from_map(body, rtype)
-                    except BoxError as exc:
-                        raise StreamError(exc) from exc
                 space = spaces.get(request.space_id)
                 if space is None:
                     space = engine.space(request.space_id)      # raises ER_NO_SUCH_SPACE

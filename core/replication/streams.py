@@ -77,16 +77,16 @@ class TxAssembler:
     def __init__(self, box):
         self.box = box
         self.rows: list[XRow] = []
-        self.bodies: list = []
+        self.requests: list = []
         self.tsn = 0
-        # whole transactions take_frames() read ahead: (rows, bodies)
+        # whole transactions take_frames() read ahead: (rows, requests)
         self.ready: collections.deque[tuple[list[XRow], list]] = collections.deque()
-        # the unpacked bodies of the transaction push() returned last (None where
-        # a row's body was not unpacked by the reader), row for row
-        self.tx_bodies: list = []
+        # the DML requests of the transaction push() returned last, as the reader
+        # decoded them (None where it did not), row for row
+        self.tx_requests: list = []
 
-    def push(self, row: XRow, body=None) -> list[XRow] | None:
-        """Add a row (and its body, if the reader unpacked it); the whole
+    def push(self, row: XRow, request=None) -> list[XRow] | None:
+        """Add a row (and its DML request, if the reader decoded it); the whole
         transaction when this row ends it."""
         if row.replica_id >= VCLOCK_MAX:
             raise StreamError(ClientError(ErrorCode.ER_UNKNOWN_REPLICA, str(row.replica_id),
@@ -101,19 +101,19 @@ class TxAssembler:
             raise StreamError(ClientError(ErrorCode.ER_UNSUPPORTED, "replication",
                                           "interleaving transactions"))
         self.rows.append(row)
-        self.bodies.append(body)
+        self.requests.append(request)
         if not row.is_commit:
             return None
         tx, self.rows = self.rows, []
-        self.tx_bodies, self.bodies = self.bodies, []
+        self.tx_requests, self.requests = self.requests, []
         return tx
 
     def pop(self) -> list[XRow] | None:
-        """The next whole transaction take_frames() read ahead (its bodies then in
-        tx_bodies), or None."""
+        """The next whole transaction take_frames() read ahead (its requests then
+        in tx_requests), or None."""
         if not self.ready:
             return None
-        tx, self.tx_bodies = self.ready.popleft()
+        tx, self.tx_requests = self.ready.popleft()
         return tx
 
     def take_frames(self, buf: bytearray, pos: int) -> tuple[int, XRow | None]:
@@ -125,7 +125,7 @@ class TxAssembler:
         did, and once a transaction ends READ_AHEAD_ROWS rows after the start: the
         reader still yields in time (BusyYield). Returns the position after the
         frames taken and the last row taken."""
-        rows, bodies, tsn = self.rows, self.bodies, self.tsn
+        rows, requests, tsn = self.rows, self.requests, self.tsn
         ready = self.ready
         end = len(buf)
         row = None
@@ -138,7 +138,7 @@ class TxAssembler:
             quick = decode_dml_packet(bytes(buf[start:stop]), ext_hook)
             if quick is None:
                 break
-            taken, body = quick
+            taken, request = quick
             if taken.replica_id >= VCLOCK_MAX:
                 break
             if not rows:
@@ -149,15 +149,15 @@ class TxAssembler:
                 break
             row = taken
             rows.append(row)
-            bodies.append(body)
+            requests.append(request)
             pos = stop
             if row.is_commit:
-                ready.append((rows, bodies))
+                ready.append((rows, requests))
                 taken_rows += len(rows)
-                rows, bodies = [], []
+                rows, requests = [], []
                 if taken_rows >= READ_AHEAD_ROWS:
                     break
-        self.rows, self.bodies, self.tsn = rows, bodies, tsn
+        self.rows, self.requests, self.tsn = rows, requests, tsn
         return pos, row
 
 
@@ -219,8 +219,8 @@ class Connection:
         return row
 
     def read_stream_row(self, timeout: float | None) -> tuple[XRow, Any]:
-        """The next row of a SUBSCRIBE stream and, for the usual DML rows, its body
-        unpacked (None otherwise: the row is decoded the strict way and its body
+        """The next row of a SUBSCRIBE stream and, for the usual DML rows, its
+        request (None otherwise: the row is decoded the strict way and its body
         left to whoever needs it). Rows already buffered are taken without a call
         into the socket layer."""
         try:

@@ -118,16 +118,17 @@ end
 -- insert/replace of a tuple of plain fields: the fields travel as arguments (one
 -- conversion by lupa instead of a Python walk over the table) and, unless a
 -- before_replace trigger could have changed it, the result is built here from the
--- same values, which is what the stored tuple converts back to.
+-- same values, which is what the stored tuple converts back to. The native is a
+-- plain call (not a bridge): inside a transaction it does the statement; with
+-- none open it answers false having done nothing, and the autocommit, which
+-- waits for the WAL, goes through wait(); an error comes back as (false, error).
 local function put_fields(name, sid, ...)
-    local result
-    if co_isyieldable() then
-        result = wait(blocking[name], sid, ...)
-    else
-        result = native[name](sid, ...)
-        if result == false then
-            result = wait(blocking[name], sid, ...)
+    local result, err = native[name](sid, ...)
+    if result == false then
+        if err ~= nil then
+            error(err, 0)
         end
+        result = wait(blocking[name], sid, ...)
     end
     if result == true then
         return {...}

@@ -28,7 +28,8 @@ from typing import Any, Callable
 from spindle.core import log
 from spindle.core.box.index import HashIndex, TreeIndex, _REVERSE
 from spindle.core.box.space import NULL_TUPLE, Space
-from spindle.core.iproto.constants import IteratorType
+from spindle.core.box.txn import Txn
+from spindle.core.iproto.constants import IprotoType, IteratorType
 from spindle.core.iproto.errors import ClientError, ErrorCode
 
 from ..errors import LuaError
@@ -51,15 +52,16 @@ class SpaceApi:
             "set_trigger": self.set_trigger, "frommap": self.frommap,
         }
         dml = {"insert": self.insert, "replace": self.replace, "update": self.update,
-               "upsert": self.upsert, "delete": self.delete,
-               "insert_fields": self._put_fields(Space.insert),
-               "replace_fields": self._put_fields(Space.replace)}
+               "upsert": self.upsert, "delete": self.delete}
         natives.update({name: self._in_txn_only(fn) for name, fn in dml.items()})
         bridge = runtime.bridge
+        lua_natives = {k: bridge(v, convert_args=False) for k, v in natives.items()}
+        for name, rtype in (("insert_fields", IprotoType.INSERT),
+                            ("replace_fields", IprotoType.REPLACE)):
+            dml[name], lua_natives[name] = self._put_fields(int(rtype))
         chunk = runtime.load(read_source("box/space.lua"), "@box/space.lua")
-        self.lua = chunk(
-            runtime.table({k: bridge(v, convert_args=False) for k, v in natives.items()}),
-            runtime.table(dml), runtime.wait, storage.tuple_lua, box_table)
+        self.lua = chunk(runtime.table(lua_natives), runtime.table(dml), runtime.wait,
+                         storage.tuple_lua, box_table)
         self._refresh = self.lua[b"refresh"]
         self._run_on_replace = self.lua[b"run_on_replace"]
         self._run_before_replace = self.lua[b"run_before_replace"]
@@ -123,29 +125,51 @@ class SpaceApi:
         space = self._writable(space_id)
         return self.tuples.to_lua(space.replace(self.tuples.from_lua(tup)))
 
-    def _put_fields(self, method: Callable) -> Callable:
-        """insert() or replace() (`method`) of a tuple whose fields space.lua passed
-        one by one (strings, booleans, numbers). True: the stored tuple is those
-        fields, and Lua builds the result from them."""
-        writable, plain_fields, to_lua = self._writable, self._plain_fields, self.tuples.to_lua
+    def _put_fields(self, rtype: int) -> tuple[Callable, Callable]:
+        """insert() or replace() (`rtype`: Space.put's) of a tuple whose fields
+        space.lua passed one by one (strings, booleans, numbers), as (the blocking
+        function, the native space.lua calls first). Both answer True when the
+        stored tuple is those fields (Lua builds the result from them).
 
-        def put_fields(space_id, *fields) -> Any:
-            space = writable(space_id)
-            given = plain_fields(fields)
-            result = method(space, given)
+        The native is called directly, not through bridge(): inside a transaction
+        it puts the tuple at once, for half of what a wait() round trip costs;
+        outside one it answers False, having done nothing (the autocommit then
+        goes through wait(), as it waits for the WAL); an error is (False, the
+        Lua error)."""
+        writable, plain_fields, to_lua = self._writable, self._plain_fields, self.tuples.to_lua
+        error_to_lua = self.runtime.error_to_lua
+
+        def put(space: Space, txn: Txn | None, fields: tuple) -> Any:
+            for value in fields:
+                if type(value) is bytes:        # a string: to_py() of each field
+                    given = plain_fields(fields)
+                    break
+            else:
+                given = fields      # numbers and booleans only: nothing to convert
+            result = (space.put(given, rtype) if txn is None
+                      else space.put_in_txn(txn, given, rtype))
             # the very tuple given is what got stored (a before_replace trigger
             # that changed it returns another one)
             return True if result is given else to_lua(result)
-        return put_fields
+
+        def put_fields(space_id, *fields) -> Any:
+            return put(writable(space_id), None, fields)
+
+        def put_fields_in_txn(space_id, *fields) -> Any:
+            try:
+                space = writable(space_id)
+                txns = space.txns
+                txn = txns.open.get(txns.fiber_key())
+                if txn is None:
+                    return False
+                return put(space, txn, fields)
+            except Exception as exc:   # noqa: BLE001 - becomes a Lua error
+                return False, error_to_lua(exc)
+        return put_fields, put_fields_in_txn
 
     def _plain_fields(self, fields: tuple) -> tuple:
         """to_py() of each plain field, inline: only strings change (str, or bytes
         when they are not UTF-8)."""
-        for value in fields:
-            if type(value) is bytes:
-                break
-        else:
-            return fields        # numbers and booleans only: nothing to convert
         try:
             return tuple([v.decode() if type(v) is bytes else v for v in fields])
         except UnicodeDecodeError:

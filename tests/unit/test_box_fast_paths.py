@@ -28,6 +28,9 @@ from spindle.lua.box.space import iterate_after
 from .test_lua_box import box, runners  # noqa: F401 - fixtures
 
 
+_INSERT, _REPLACE = int(IprotoType.INSERT), int(IprotoType.REPLACE)
+
+
 class Small(enum.IntEnum):
     ONE = 1
 
@@ -222,6 +225,30 @@ def test_lua_insert_of_plain_fields_returns_what_was_stored(box):  # noqa: F811
     """) == [[10, "ten"], True, [11, "same"], [12, "other"], [12, "other"], [13], [13]]
 
 
+DUPLICATE = "Duplicate key exists in unique index 'pk' in space 'test'"
+
+
+def test_lua_plain_fields_native_raises_box_errors(box):  # noqa: F811
+    """The direct native of insert/replace (inside a transaction) and the wait()
+    path (an autocommit) raise the same box.error, which box.error.last() then
+    holds; a failed statement leaves the transaction going on."""
+    assert box.lua("""
+        box.begin()
+        s:insert{20}
+        local ok, err = pcall(s.insert, s, {20})
+        local last = box.error.last()
+        local ok2, err2 = pcall(s.replace, s, {'x'})
+        s:insert{21, 'y'}
+        box.commit()
+        local ok3, err3 = pcall(s.insert, s, {21})
+        return ok, err.code, err.message, last.code, ok2, err2.message, s:get{20},
+               s:get{21}, ok3, err3.code, err3.message, box.error.last().code
+    """) == [False, ErrorCode.ER_TUPLE_FOUND, DUPLICATE, ErrorCode.ER_TUPLE_FOUND, False,
+             "Tuple field 1 type does not match one required by operation: "
+             "expected unsigned", [20], [21, "y"], False, ErrorCode.ER_TUPLE_FOUND,
+             DUPLICATE, ErrorCode.ER_TUPLE_FOUND]
+
+
 @pytest.mark.parametrize("rtype", [IprotoType.INSERT, IprotoType.REPLACE])
 @pytest.mark.parametrize("group", [GroupId.DEFAULT, GroupId.LOCAL])
 def test_put_request_logs_as_its_dml_request(rtype, group):
@@ -251,6 +278,96 @@ def test_statements_of_insert_and_replace_carry_put_requests():
     assert "REPLACE t: (1, 'a') -> (1, 'b')" in repr(txn.statements[1])
     engine.txns.rollback()
     assert space.select() == []
+
+
+def statement_view(stmt):
+    row = stmt.row
+    return (type(stmt.request), stmt.request.type, stmt.request.tuple, stmt.old_tuple,
+            stmt.new_tuple, stmt.tuple_data,
+            None if row is None else (row.type, row.body, row.group_id))
+
+
+def puts_in_one_txn(spaces_, ops, put):
+    """Run `ops` ((space no, rtype, tuple)) in one transaction with `put(space,
+    tuple, rtype)`; what each gave, the statements, the spaces' contents and
+    bsize, then the same after a rollback."""
+    txns = spaces_[0].txns
+    txn = txns.begin()
+    outcomes = [any_outcome(put, spaces_[no], tup, rtype) for no, rtype, tup in ops]
+    state = [contents(space) for space in spaces_]
+    statements = [statement_view(stmt) for stmt in txn.statements]
+    txns.rollback()
+    return outcomes, statements, state, [contents(space) for space in spaces_]
+
+
+def any_outcome(fn, *args):
+    """outcome(), with any exception (a value MsgPack cannot hold is a TypeError
+    from the redo row) told by its type and text."""
+    try:
+        return outcome(fn, *args)
+    except Exception as exc:  # noqa: BLE001 - compared, not hidden
+        return "raised", type(exc).__name__, str(exc)
+
+
+def contents(space):
+    return (space.select() if space.primary is not None else None), space.bsize()
+
+
+def test_put_in_a_transaction_does_what_execute_does():
+    """Space.put's one-frame statement (a memtx space with only its primary key, no
+    trigger, an open transaction) against TxnManager.execute of the same
+    PutRequest, over spaces of every format, no index and a secondary key, a
+    temporary and a local space: results and errors, the statements with their
+    redo rows, the stored tuples and bsize, and what a rollback leaves.
+    Duplicates, replacements, tuples the format refuses and values MsgPack
+    cannot hold (the redo row fails after the index changed) are all drawn."""
+    def general(space, tup, rtype):
+        return space.txns.execute(space, PutRequest(rtype, space.id, tup))
+
+    def with_flags(made):
+        made[0].flags = {"temporary": True}
+        made[1].flags = {"group_id": GroupId.LOCAL}
+        return made
+
+    fast_spaces, general_spaces = with_flags(spaces()), with_flags(spaces())
+    tuples = list(candidate_tuples())
+    rng = random.Random(7)
+    for _ in range(40):
+        ops = []
+        for _ in range(30):
+            no = rng.randrange(len(fast_spaces))
+            tup = rng.choice(tuples)
+            ops.append((no, rng.choice([_INSERT, _REPLACE]),
+                        list(tup) if rng.random() < 0.3 else tup))
+        fast = puts_in_one_txn(fast_spaces, ops, lambda sp, tup, rtype: sp.put(tup, rtype))
+        assert fast == puts_in_one_txn(general_spaces, ops, general), ops
+        assert any(o[0] == "ok" for o in fast[0]) and any(o[0] == "error" for o in fast[0])
+        assert all(content[0] in ([], None) and content[1] == 0 for content in fast[3])
+
+
+def test_put_takes_execute_where_it_must():
+    """Triggers, a secondary key, an autocommit and an applier's transaction send
+    Space.put through execute(): the trigger runs, the autocommit commits, the
+    replicated statement gets no redo row."""
+    rows = []
+    engine = Engine(journal=rows.extend)
+    space = engine.create_space(512, "t")
+    space.create_index(IndexDef(0, "pk"))
+    seen = []
+    space.on_replace.append(lambda old, new, name, op: seen.append((old, new, op)))
+    engine.txns.begin()
+    space.put((1, "a"), _INSERT)
+    engine.txns.commit()
+    assert seen == [(None, (1, "a"), "INSERT")] and len(rows) == 1
+    space.on_replace.clear()
+    space.put((2,), _REPLACE)                    # autocommit: committed at once
+    assert len(rows) == 2 and engine.txns.current is None
+    txn = engine.txns.begin()
+    txn.replicated = True
+    space.put((3,), _INSERT)
+    assert txn.statements[0].row is None
+    engine.txns.commit()
+    assert space.select() == [(1, "a"), (2,), (3,)]
 
 
 # ---------------------------------------------------------------- Lua -> Python arrays

@@ -27,13 +27,21 @@ from .applier_fake_master import CLUSTER_UUID, row_frame
 DML = [IprotoType.INSERT, IprotoType.REPLACE, IprotoType.UPDATE, IprotoType.DELETE,
        IprotoType.UPSERT]
 BODY = encode_dml_body(IprotoType.INSERT, 512, tuple=[1, "a"])
+# a valid body of each DML type (a row whose request is refused is not a quick one)
+BODIES = {IprotoType.INSERT: BODY, IprotoType.REPLACE: BODY,
+          IprotoType.UPDATE: encode_dml_body(IprotoType.UPDATE, 512, key=[1],
+                                             ops=[["=", 2, "b"]]),
+          IprotoType.DELETE: encode_dml_body(IprotoType.DELETE, 512, key=[1]),
+          IprotoType.UPSERT: encode_dml_body(IprotoType.UPSERT, 512, tuple=[1, "a"],
+                                             ops=[["=", 2, "b"]])}
 
 
 def relayed(rtype=IprotoType.INSERT, lsn=15, tsn=0, commit=True, replica_id=1,
-            timestamp=1700000000.25, body=BODY) -> bytes:
+            timestamp=1700000000.25, body=None) -> bytes:
     """A packet as a relay writes it (the general encoder, no length prefix)."""
-    return XRow(type=rtype, body=body, replica_id=replica_id, lsn=lsn, timestamp=timestamp,
-                tsn=tsn or lsn, is_commit=commit).encode()
+    return XRow(type=rtype, body=BODIES[rtype] if body is None else body,
+                replica_id=replica_id, lsn=lsn, timestamp=timestamp, tsn=tsn or lsn,
+                is_commit=commit).encode()
 
 
 def general_encoding(row: XRow) -> bytes:
@@ -179,16 +187,22 @@ def stream(*frames: bytes) -> bytearray:
     return bytearray(b"".join(frames))
 
 
+def requests_view(requests: list) -> list:
+    """The decoded requests of a transaction, comparable (PutRequest has no ==)."""
+    return [None if r is None else (type(r).__name__, r.type, r.space_id, r.tuple, r.key,
+                                    r.ops, r.index_id) for r in requests]
+
+
 def push_frame(assembler: TxAssembler, data, pos: int, txs: list) -> int:
     """push() the frame at `pos` (its transaction, if it ends one, into `txs`);
     the position after it."""
     length = struct.unpack_from(">I", data, pos + 1)[0]
     packet = bytes(data[pos + 5:pos + 5 + length])
     quick = decode_dml_packet(packet, ext_hook)
-    row, body = quick if quick is not None else (decode_row(packet)[0], None)
-    tx = assembler.push(row, body)
+    row, request = quick if quick is not None else (decode_row(packet)[0], None)
+    tx = assembler.push(row, request)
     if tx is not None:
-        txs.append((tx, assembler.tx_bodies))
+        txs.append((tx, requests_view(assembler.tx_requests)))
     return pos + 5 + length
 
 
@@ -212,7 +226,7 @@ def taken(data: bytearray):
         while pos < len(data):
             pos, _ = assembler.take_frames(data, pos)
             while (tx := assembler.pop()) is not None:
-                txs.append((tx, assembler.tx_bodies))
+                txs.append((tx, requests_view(assembler.tx_requests)))
             if pos < len(data):
                 pos = push_frame(assembler, data, pos, txs)
     except StreamError as exc:
