@@ -10,8 +10,12 @@ local co_isyieldable = coroutine.isyieldable
 
 local txn_triggers = {}    -- txn id -> {commit = {...}, rollback = {...}}
 
+-- native.begin is called directly, not through a bridge: nothing, or (false, error)
 local function begin()
-    native.begin()
+    local ok, err = native.begin()
+    if ok == false then
+        error(err, 2)
+    end
 end
 
 -- Where Lua can yield, straight to commit() (with nothing to commit it returns at

@@ -33,6 +33,7 @@ class TxnApi:
         # only rollback_to_savepoint takes an argument (whatever the user passes)
         lua_natives = {name: runtime.bridge(fn, convert_args=name == "rollback_to_savepoint")
                        for name, fn in natives.items()}
+        lua_natives["begin"] = self._begin_direct
         self.lua = chunk(runtime.table(lua_natives),
                          runtime.table(blocking), runtime.wait, box_table,
                          space_lua[b"trigger_reset"], space_lua[b"bless_for"])
@@ -48,6 +49,16 @@ class TxnApi:
         if fiber is not None and not fiber.storage.get("txn_rollback_on_exit"):
             fiber.storage["txn_rollback_on_exit"] = True
             fiber.on_exit.append(self._rollback_on_exit)
+
+    def _begin_direct(self) -> Any:
+        """box.begin() as txn.lua calls it: directly, not through bridge() (every
+        explicit transaction starts here, and a bridge costs as much again).
+        Nothing, or (False, the Lua error)."""
+        try:
+            self.begin()
+        except Exception as exc:   # noqa: BLE001 - becomes a Lua error
+            return False, self.runtime.error_to_lua(exc)
+        return None
 
     def _rollback_on_exit(self, fiber) -> None:
         # A transaction owned by a session (the console's, see core/box/box.py txn_key)

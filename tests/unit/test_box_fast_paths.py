@@ -249,6 +249,23 @@ def test_lua_plain_fields_native_raises_box_errors(box):  # noqa: F811
              DUPLICATE, ErrorCode.ER_TUPLE_FOUND]
 
 
+def test_lua_begin_called_directly_raises_a_box_error(box):  # noqa: F811
+    """box.begin()'s native is called without a bridge: its error is still the
+    box.error pcall catches and box.error.last() holds, and the transaction open
+    before it is left as it was."""
+    assert box.lua("""
+        box.begin()
+        s:insert{30}
+        local ok, err = pcall(box.begin)
+        local last = box.error.last()
+        local open = box.is_in_txn()
+        box.commit()
+        return ok, err.code, err.message, last.code, open, s:get{30}
+    """) == [False, ErrorCode.ER_ACTIVE_TRANSACTION,
+             "Operation is not permitted when there is an active transaction ",
+             ErrorCode.ER_ACTIVE_TRANSACTION, True, [30]]
+
+
 @pytest.mark.parametrize("rtype", [IprotoType.INSERT, IprotoType.REPLACE])
 @pytest.mark.parametrize("group", [GroupId.DEFAULT, GroupId.LOCAL])
 def test_put_request_logs_as_its_dml_request(rtype, group):
