@@ -28,7 +28,6 @@ from typing import Any, Callable
 from spindle.core import log
 from spindle.core.box.index import HashIndex, TreeIndex, _REVERSE
 from spindle.core.box.space import NULL_TUPLE, Space
-from spindle.core.box.txn import Txn
 from spindle.core.iproto.constants import IprotoType, IteratorType
 from spindle.core.iproto.errors import ClientError, ErrorCode
 
@@ -139,21 +138,13 @@ class SpaceApi:
         writable, plain_fields, to_lua = self._writable, self._plain_fields, self.tuples.to_lua
         error_to_lua = self.runtime.error_to_lua
 
-        def put(space: Space, txn: Txn | None, fields: tuple) -> Any:
-            for value in fields:
-                if type(value) is bytes:        # a string: to_py() of each field
-                    given = plain_fields(fields)
-                    break
-            else:
-                given = fields      # numbers and booleans only: nothing to convert
-            result = (space.put(given, rtype) if txn is None
-                      else space.put_in_txn(txn, given, rtype))
+        def put_fields(space_id, *fields) -> Any:
+            space = writable(space_id)
+            given = plain_fields(fields)
+            result = space.put(given, rtype)
             # the very tuple given is what got stored (a before_replace trigger
             # that changed it returns another one)
             return True if result is given else to_lua(result)
-
-        def put_fields(space_id, *fields) -> Any:
-            return put(writable(space_id), None, fields)
 
         def put_fields_in_txn(space_id, *fields) -> Any:
             try:
@@ -162,7 +153,9 @@ class SpaceApi:
                 txn = txns.open.get(txns.fiber_key())
                 if txn is None:
                     return False
-                return put(space, txn, fields)
+                given = plain_fields(fields)
+                result = space.put_in_txn(txn, given, rtype)
+                return True if result is given else to_lua(result)
             except Exception as exc:   # noqa: BLE001 - becomes a Lua error
                 return False, error_to_lua(exc)
         return put_fields, put_fields_in_txn
@@ -170,6 +163,11 @@ class SpaceApi:
     def _plain_fields(self, fields: tuple) -> tuple:
         """to_py() of each plain field, inline: only strings change (str, or bytes
         when they are not UTF-8)."""
+        for value in fields:
+            if type(value) is bytes:
+                break
+        else:
+            return fields        # numbers and booleans only: nothing to convert
         try:
             return tuple([v.decode() if type(v) is bytes else v for v in fields])
         except UnicodeDecodeError:
