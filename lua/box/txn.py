@@ -19,7 +19,6 @@ class TxnApi:
         self.runtime = runtime = storage.runtime
         self.sched = runtime.sched
         natives = {
-            "begin": self.begin,
             "prepare_commit": self.prepare_commit,
             "rollback": lambda: self.txns.rollback(),
             "savepoint": self.savepoint,
@@ -33,7 +32,7 @@ class TxnApi:
         # only rollback_to_savepoint takes an argument (whatever the user passes)
         lua_natives = {name: runtime.bridge(fn, convert_args=name == "rollback_to_savepoint")
                        for name, fn in natives.items()}
-        lua_natives["begin"] = self._begin_direct
+        lua_natives["begin"] = self._begin_direct      # called without a bridge
         self.lua = chunk(runtime.table(lua_natives),
                          runtime.table(blocking), runtime.wait, box_table,
                          space_lua[b"trigger_reset"], space_lua[b"bless_for"])
