@@ -115,19 +115,32 @@ local function dml(name, ...)
     return result
 end
 
+-- Whether box.begin() from Lua opened a transaction that box.commit()/rollback() has
+-- not ended yet (txn.lua keeps it). Only a hint of which way put_fields tries first:
+-- a transaction begun or ended elsewhere (a console session's, one a yield aborted)
+-- just makes it take the slower way, never a wrong one.
+local txn_hint = {open = false}
+
 -- insert/replace of a tuple of plain fields: the fields travel as arguments (one
 -- conversion by lupa instead of a Python walk over the table) and, unless a
 -- before_replace trigger could have changed it, the result is built here from the
--- same values, which is what the stored tuple converts back to. The native is a
--- plain call (not a bridge): inside a transaction it does the statement; with
--- none open it answers false having done nothing, and the autocommit, which
--- waits for the WAL, goes through wait(); an error comes back as (false, error).
+-- same values, which is what the stored tuple converts back to. Inside a
+-- transaction (or where Lua cannot yield) the native is tried first: a plain call,
+-- not a bridge, that does the statement, or answers false having done nothing when
+-- no transaction is open (an error comes back as (false, error)). Otherwise, and
+-- then, the statement goes through wait(): the autocommit waits for the WAL.
 local function put_fields(name, sid, ...)
-    local result, err = native[name](sid, ...)
-    if result == false then
-        if err ~= nil then
-            error(err, 0)
+    local result
+    if txn_hint.open or not co_isyieldable() then
+        local err
+        result, err = native[name](sid, ...)
+        if result == false then
+            if err ~= nil then
+                error(err, 0)
+            end
+            result = wait(blocking[name], sid, ...)
         end
+    else
         result = wait(blocking[name], sid, ...)
     end
     if result == true then
@@ -598,6 +611,7 @@ end
 
 return {
     refresh = refresh,
+    txn_hint = txn_hint,
     bless_for = bless_for,
     install = install,
     run_on_replace = run_on_replace,

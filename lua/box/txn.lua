@@ -3,8 +3,8 @@
 -- wait(); the rest are direct calls. Transaction triggers stay in Lua (keyed by the
 -- transaction id); Python runs them through one dispatcher per transaction.
 --
--- Loaded with (native, blocking, wait, box, trigger_reset, bless_for).
-local native, blocking, wait, box, trigger_reset, bless_for = ...
+-- Loaded with (native, blocking, wait, box, trigger_reset, bless_for, txn_hint).
+local native, blocking, wait, box, trigger_reset, bless_for, txn_hint = ...
 local type, error, pcall, ipairs = type, error, pcall, ipairs
 local co_isyieldable = coroutine.isyieldable
 
@@ -16,17 +16,20 @@ local function begin()
     if ok == false then
         error(err, 2)
     end
+    txn_hint.open = true        -- (space.lua's put_fields: see there)
 end
 
 -- Where Lua can yield, straight to commit() (with nothing to commit it returns at
 -- once); elsewhere only a transaction to commit needs the wait, which then raises.
 local function commit()
+    txn_hint.open = false
     if co_isyieldable() or native.prepare_commit() then
         wait(blocking.commit)
     end
 end
 
 local function rollback()
+    txn_hint.open = false
     native.rollback()
 end
 

@@ -35,7 +35,8 @@ class TxnApi:
         lua_natives["begin"] = self._begin_direct      # called without a bridge
         self.lua = chunk(runtime.table(lua_natives),
                          runtime.table(blocking), runtime.wait, box_table,
-                         space_lua[b"trigger_reset"], space_lua[b"bless_for"])
+                         space_lua[b"trigger_reset"], space_lua[b"bless_for"],
+                         space_lua[b"txn_hint"])
         self._run_triggers = self.lua[b"run_triggers"]
 
     @property

@@ -249,6 +249,35 @@ def test_lua_plain_fields_native_raises_box_errors(box):  # noqa: F811
              DUPLICATE, ErrorCode.ER_TUPLE_FOUND]
 
 
+def test_lua_put_fields_is_right_whatever_the_transaction_hint_says(box):  # noqa: F811
+    """space.lua's hint of an open transaction only picks the way tried first. A
+    hint left true by a transaction a yield aborted: another fiber's autocommit
+    still commits. No hint for a transaction opened outside Lua: the insert still
+    joins it, and its rollback takes it back."""
+    assert box.lua("""
+        local fiber = require('fiber')
+        box.begin()
+        s:insert{40}
+        fiber.create(function() s:insert{41} end)     -- yields: the txn is aborted
+        box.rollback()
+        return s:get{40}, s:get{41}
+    """) == [None, [41]]
+    instance, sched = box.instance, box.sched
+
+    def main():
+        try:
+            txns = instance.storage.box.engine.txns
+            txn = txns.begin()
+            instance.run_chunk("box.space.test:insert{50}", "=test")
+            joined = [stmt.new_tuple for stmt in txn.statements]
+            txns.rollback()
+            return joined
+        finally:
+            sched.stop()
+    assert sched.run(main) == [(50,)]
+    assert box.lua("return s:get{50}") == []
+
+
 def test_lua_begin_called_directly_raises_a_box_error(box):  # noqa: F811
     """box.begin()'s native is called without a bridge: its error is still the
     box.error pcall catches and box.error.last() holds, and the transaction open

@@ -23,6 +23,7 @@ from spindle.core.wal.writer import BrokenLsn, assign_lsn
 from spindle.core.xlog.format import encode_row
 
 from .applier_fake_master import CLUSTER_UUID, row_frame
+from .test_logged_rows_fast import request_view
 
 DML = [IprotoType.INSERT, IprotoType.REPLACE, IprotoType.UPDATE, IprotoType.DELETE,
        IprotoType.UPSERT]
@@ -189,8 +190,7 @@ def stream(*frames: bytes) -> bytearray:
 
 def requests_view(requests: list) -> list:
     """The decoded requests of a transaction, comparable (PutRequest has no ==)."""
-    return [None if r is None else (type(r).__name__, r.type, r.space_id, r.tuple, r.key,
-                                    r.ops, r.index_id) for r in requests]
+    return [None if r is None else request_view(r) for r in requests]
 
 
 def push_frame(assembler: TxAssembler, data, pos: int, txs: list) -> int:
