@@ -17,6 +17,7 @@ anything else is ER_INVALID_MSGPACK "packet header".
 """
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple
@@ -562,6 +563,76 @@ def _relay_header(buf: bytes) -> tuple[XRow, int] | None:
 # shortest encoding); _SHORTEST_FROM0 lets a 0 fixint pass
 _SHORTEST_FROM = (None, 1, 0x80, 0x100, None, 0x10000, None, None, None, 0x100000000)
 _SHORTEST_FROM0 = (None, 0) + _SHORTEST_FROM[2:]
+
+
+# ---------------------------------------------------------------------------
+# A relay's INSERT/REPLACE frame whole, in C: a regular expression checks its
+# layout, a struct reads its numbers.
+
+def _relay_put_frames() -> tuple[Any, dict]:
+    """The pattern of decode_relay_put_frame and, by the number of the group that
+    matched, (unpack_from, the tuple's offset in the packet, kind, least LSN)."""
+    layouts: dict[int, tuple] = {}
+    alternatives = []
+    for width, lsn_marker, lsn_format in ((4, rb"\xce", "I"), (2, rb"\xcd", "H")):
+        # {REQUEST_TYPE: INSERT|REPLACE, REPLICA_ID: 1..31 (below VCLOCK_MAX),
+        #  LSN: uint of `width` bytes, TIMESTAMP: double
+        head = (rb"\x00[\x02\x03]\x02[\x01-\x1f]\x03" + lsn_marker + b"." * width
+                + rb"\x04\xcb" + b"." * 8)
+        head_format = f"xxBxBxx{lsn_format}xxd"
+        head_size = 1 + 2 + 2 + 2 + width + 10
+        # kind 0: a single-row transaction; 1: a row inside a transaction (TSN, a
+        # fixint); 2: its last row (TSN, not 0, and FLAGS: COMMIT)
+        for kind, map_head, tail, tail_format, tail_size in (
+                (0, b"\x84", b"", "", 0),
+                (1, b"\x85", rb"\x08[\x00-\x7f]", "xB", 2),
+                (2, b"\x86", rb"\x08[\x01-\x7f]\x09\x01", "xBxx", 4)):
+            # the body {SPACE_ID: uint16, TUPLE: ...} up to the tuple
+            alternatives.append(map_head + head + tail + rb"\x82\x10\xcd..\x21()")
+            body_at = head_size + tail_size
+            layouts[len(alternatives)] = (
+                struct.Struct(">xI" + head_format + tail_format + "xxxHx").unpack_from,
+                body_at + 6, kind, _SHORTEST_FROM[1 + width])
+    pattern = re.compile(rb"\xce....(?:" + b"|".join(alternatives) + rb")", re.DOTALL)
+    return pattern.match, layouts
+
+
+_match_relay_put, _RELAY_PUT_LAYOUTS = _relay_put_frames()
+
+
+def decode_relay_put_frame(buf: bytes | bytearray, pos: int, ext_hook: Callable | None = None
+                           ) -> tuple[XRow, PutRequest, int] | None:
+    """decode_dml_packet's answer for the frame at `pos` (length prefix included)
+    when it is an INSERT/REPLACE as a relay writes them — the header _relay_header
+    calls canonical, the body {SPACE_ID: uint16, TUPLE: array} — read without a
+    bytecode per header field, and the position after the frame. None for
+    anything else, an incomplete frame too: decode_dml_packet decides those."""
+    found = _match_relay_put(buf, pos)
+    if found is None:
+        return None
+    unpack, tuple_at, kind, least_lsn = _RELAY_PUT_LAYOUTS[found.lastindex]
+    if kind:
+        size, rtype, replica_id, lsn, timestamp, tsn_field, space_id = unpack(buf, pos)
+        tsn, is_commit = lsn - tsn_field, kind == 2
+    else:
+        size, rtype, replica_id, lsn, timestamp, space_id = unpack(buf, pos)
+        tsn, is_commit = lsn, True
+    stop = pos + 5 + size
+    # an LSN in more bytes than it needs is not canonical (see _relay_header)
+    if lsn < least_lsn or stop > len(buf):
+        return None
+    packet = bytes(buf[pos + 5:stop])
+    try:
+        tup = msgpack.unpackb(packet[tuple_at:], raw=False, strict_map_key=False,
+                              unicode_errors="surrogateescape",
+                              ext_hook=ext_hook or msgpack.ExtType)
+    except Exception:   # noqa: BLE001 - whatever it is, the strict path says it
+        return None
+    if type(tup) is not list:
+        return None
+    row = XRow(rtype, packet[tuple_at - 6:], replica_id, lsn, timestamp, 0, tsn, is_commit)
+    row.wire = packet
+    return row, PutRequest(rtype, space_id, tup), stop
 
 
 def _usual_header(buf: bytes) -> tuple[XRow, int]:

@@ -26,7 +26,7 @@ from spindle.core.fiber.coio import CoSocket, SocketError, run_in_thread
 from spindle.core.iproto.constants import is_error_type
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode, TimedOut
 from spindle.core.iproto.replication import decode_error
-from spindle.core.iproto.xrow import XRow, decode_dml_packet, decode_row
+from spindle.core.iproto.xrow import XRow, decode_dml_packet, decode_relay_put_frame, decode_row
 from spindle.core.net.protocol import FrameReader, PacketError
 
 from .apply import StreamError
@@ -118,7 +118,9 @@ class TxAssembler:
 
     def take_frames(self, buf: bytearray, pos: int) -> tuple[int, XRow | None]:
         """push() the rows of the whole frames in `buf` from `pos` on, decoded the
-        quick way, their transactions going to `ready` (pop()); a stream's frames
+        quick way (a relay's usual INSERT/REPLACE frame read whole by
+        decode_relay_put_frame, else decode_dml_packet), their transactions going
+        to `ready` (pop()); a stream's frames
         are mostly taken this way, many at a time. Stops before a frame that is
         incomplete, is not a DML row decode_dml_packet takes, or would make push()
         raise: the caller reads that one the usual way, so errors come where they
@@ -131,16 +133,20 @@ class TxAssembler:
         row = None
         taken_rows = 0
         while end - pos > 5 and buf[pos] == 0xCE:      # the length prefix relays write
-            start = pos + 5
-            stop = start + _unpack_u32(buf, pos + 1)[0]
-            if stop > end:
-                break
-            quick = decode_dml_packet(bytes(buf[start:stop]), ext_hook)
-            if quick is None:
-                break
-            taken, request = quick
-            if taken.replica_id >= VCLOCK_MAX:
-                break
+            quick = decode_relay_put_frame(buf, pos, ext_hook)
+            if quick is not None:       # (its replica ids are all below VCLOCK_MAX)
+                taken, request, stop = quick
+            else:
+                start = pos + 5
+                stop = start + _unpack_u32(buf, pos + 1)[0]
+                if stop > end:
+                    break
+                quick = decode_dml_packet(bytes(buf[start:stop]), ext_hook)
+                if quick is None:
+                    break
+                taken, request = quick
+                if taken.replica_id >= VCLOCK_MAX:
+                    break
             if not rows:
                 if taken.lsn != taken.tsn:
                     break

@@ -219,6 +219,102 @@ def test_mutated_relay_headers_read_as_the_general_way_or_not_at_all(name, where
         assert quick == xrow._usual_header(mutated)
 
 
+# ------------------------------------------------------------ decode_relay_put_frame
+
+def frame_of(packet: bytes) -> bytes:
+    return b"\xce" + struct.pack(">I", len(packet)) + packet
+
+
+def frame_view(buf, pos: int):
+    """decode_relay_put_frame's answer at `pos` as decode_dml_packet's, the row's
+    wire bytes and the position after the frame; None when it leaves the frame."""
+    quick = xrow.decode_relay_put_frame(buf, pos, ext_hook)
+    if quick is None:
+        return None
+    row, request, stop = quick
+    return row, row.body, row.wire, (row.tsn, row.is_commit), request_view(request), stop
+
+
+def packet_view(buf, pos: int):
+    """What decode_dml_packet makes of the frame at `pos`, as frame_view shows it."""
+    stop = pos + 5 + struct.unpack_from(">I", buf, pos + 1)[0]
+    quick = decode_dml_packet(bytes(buf[pos + 5:stop]), ext_hook)
+    if quick is None:
+        return None
+    row, request = quick
+    return row, row.body, row.wire, (row.tsn, row.is_commit), request_view(request), stop
+
+
+def relayed_put(rtype: int, lsn: int, tsn_offset: int | None, commit: bool,
+                replica_id: int = 1, space_id: int = 512, tup=(1, "a")) -> bytes:
+    """A frame as a relay sends it: encode_header's layout (tsn_offset None: a
+    single-row transaction)."""
+    tsn = 0 if tsn_offset is None else lsn - tsn_offset
+    row = XRow(rtype, encode_dml_body(rtype, space_id, tuple=list(tup)), replica_id, lsn,
+               1700000000.25, 0, tsn, commit or tsn_offset is None)
+    return frame_of(row.encode())
+
+
+TAKEN = [(rtype, lsn, tsn_offset, commit)
+         for rtype in (IprotoType.INSERT, IprotoType.REPLACE)
+         for lsn in (256, 65535, 65536, 70000, 2**32 - 1)
+         for tsn_offset, commit in ((None, True), (0, False), (1, False), (127, False),
+                                    (1, True), (127, True))]
+
+
+@pytest.mark.parametrize("rtype, lsn, tsn_offset, commit", TAKEN)
+def test_relay_put_frames_are_read_whole_as_decode_dml_packet_reads_them(
+        rtype, lsn, tsn_offset, commit):
+    """The layouts a relay writes for INSERT/REPLACE past LSN 255 are all taken,
+    anywhere in a buffer, with the same row, wire bytes and request."""
+    frame = relayed_put(rtype, lsn, tsn_offset, commit, replica_id=31)
+    buf = bytearray(b"\x00" * 3 + frame + relayed_put(rtype, lsn + 1, None, True))
+    quick = frame_view(buf, 3)
+    assert quick is not None and quick[2] is not None
+    assert quick == packet_view(buf, 3)
+    assert quick[-1] == 3 + len(frame)
+
+
+@pytest.mark.parametrize("frame", [
+    relayed_put(IprotoType.INSERT, 255, None, True),        # LSN not past 255
+    relayed_put(IprotoType.INSERT, 2**32, None, True),      # uint64 LSN
+    relayed_put(IprotoType.INSERT, 70000, 128, False),      # TSN offset not a fixint
+    relayed_put(IprotoType.INSERT, 70000, None, True, replica_id=32),   # VCLOCK_MAX
+    relayed_put(IprotoType.INSERT, 70000, None, True, space_id=255),    # fixint/uint8 id
+    relayed_put(IprotoType.INSERT, 70000, None, True, space_id=65536),  # uint32 id
+    relayed_put(IprotoType.INSERT, 70000, None, True, tup=()) [:-1] + b"\x01",  # not an array
+    relayed_put(IprotoType.INSERT, 70000, None, True)[:-1],             # cut short
+    frame_of(relayed_put(IprotoType.INSERT, 70000, None, True)[5:] + b"\x01"),  # 2 values
+    frame_of(USUAL["flags without commit past 65535"]),
+    frame_of(USUAL["end past 65535"]),                                  # a DELETE
+    # a single-row transaction written with TSN and FLAGS: not encode_header's
+    frame_of(header((b"\x00", b"\x02"), (b"\x02", b"\x05"), (b"\x03", LSN_70000),
+                    (b"\x04", TS), (b"\x08", b"\x00"), (b"\x09", b"\x01")) + BODY),
+], ids=["lsn 255", "uint64 lsn", "tsn offset 128", "replica 32", "space 255",
+        "space 65536", "tuple not an array", "cut short", "a byte after the tuple", "flags 0", "delete", "tsn 0 with commit"])
+def test_other_frames_are_left_to_decode_dml_packet(frame):
+    assert frame_view(bytearray(frame), 0) is None
+
+
+def test_a_length_prefix_ending_inside_the_layout_is_left_to_decode_dml_packet():
+    frame = relayed_put(IprotoType.INSERT, 70000, 3, False)
+    short = frame[:1] + struct.pack(">I", 20) + frame[5:]    # ends inside the header
+    assert frame_view(bytearray(short), 0) is None
+    assert frame_view(bytearray(short[:25]), 0) is None
+
+
+@settings(max_examples=500)
+@given(st.sampled_from(TAKEN), st.integers(0, 60), st.integers(0, 255), st.booleans())
+def test_mutated_relay_put_frames_read_as_decode_dml_packet_or_not_at_all(
+        layout, where, byte, cut):
+    frame = relayed_put(*layout)
+    where %= len(frame)
+    mutated = frame[:where] if cut else frame[:where] + bytes((byte,)) + frame[where + 1:]
+    quick = frame_view(bytearray(mutated), 0)
+    if quick is not None:
+        assert quick == packet_view(mutated, 0)
+
+
 # ------------------------------------------------------------ dml_request_from_map
 
 class PlainDict(dict):

@@ -252,6 +252,26 @@ STREAMS = {
 }
 
 
+# past LSN 65535 (uint32 LSNs): the INSERT/REPLACE frames a relay writes are read
+# whole (decode_relay_put_frame), the others as above
+BIG = 70000
+STREAMS.update({
+    "single rows past 65535": [_ins(BIG), _ins(BIG + 1),
+                               row_frame(IprotoType.REPLACE, BIG + 2, tuple=[1])],
+    "transactions past 65535": [_ins(BIG, tsn=BIG, commit=False), _ins(BIG + 1, tsn=BIG,
+                                                                      commit=False),
+                                _ins(BIG + 2, tsn=BIG), _ins(BIG + 3),
+                                _ins(BIG + 4, tsn=BIG + 4, commit=False),
+                                row_frame(IprotoType.DELETE, BIG + 5, key=[1], tsn=BIG + 4,
+                                          commit=False),
+                                _ins(BIG + 6, tsn=BIG + 4)],
+    "bad first tsn past 65535": [_ins(BIG), _ins(BIG + 2, tsn=BIG + 1, commit=False)],
+    "interleaving past 65535": [_ins(BIG, tsn=BIG, commit=False), _ins(BIG + 1)],
+    "bad tsn past 65535": [_ins(BIG, tsn=BIG, commit=False),
+                           _ins(BIG + 1, tsn=BIG - 1, commit=False)],
+})
+
+
 @pytest.mark.parametrize("name", sorted(STREAMS))
 def test_take_frames_makes_the_transactions_push_makes(name):
     data = stream(*STREAMS[name])
