@@ -580,6 +580,11 @@ _pack_u16_uint = struct.Struct(">BH").pack      # 0xCD and a uint16
 _pack_u32_uint = struct.Struct(">BI").pack      # 0xCE and a uint32
 _SMALL_UINT = [bytes((i,)) for i in range(0x80)]
 _TSN_FIELDS = [b"\x08" + uint for uint in _SMALL_UINT]     # key TSN and a fixint
+# encode_local_tx's row header in one struct call, by the LSN's size: its first 7
+# bytes (fixmap, type, replica id, key LSN, the LSN's marker) given, the LSN, the
+# TIMESTAMP pair given, key TSN and a fixint value; for the last row, FLAGS: COMMIT too
+_PACK_TX_U32 = (struct.Struct(">7sI10sBB").pack, struct.Struct(">7sI10sBBBB").pack)
+_PACK_TX_U16 = (struct.Struct(">7sH10sBB").pack, struct.Struct(">7sH10sBBBB").pack)
 
 
 def encode_row(row: XRow) -> bytes:
@@ -659,9 +664,9 @@ def encode_local_tx(rows: list[XRow]) -> list[bytes]:
     first, last = rows[0], rows[-1]
     rtype, replica_id, tsn, timestamp = first.type, first.replica_id, first.lsn, first.timestamp
     if 0x10000 <= tsn and last.lsn <= 0xFFFFFFFF:
-        pack, marker = _pack_u32_uint, 0xCE
+        pack, marker, pack_member, pack_last = _pack_u32_uint, 0xCE, *_PACK_TX_U32
     elif 0x100 <= tsn and last.lsn < 0x10000:
-        pack, marker = _pack_u16_uint, 0xCD
+        pack, marker, pack_member, pack_last = _pack_u16_uint, 0xCD, *_PACK_TX_U16
     else:
         return encode_row_list(rows)
     if not (0 <= rtype < 0x80 and 0 < replica_id < 0x80 and timestamp):
@@ -670,19 +675,26 @@ def encode_local_tx(rows: list[XRow]) -> list[bytes]:
     stamp = b"\x04\xcb" + _pack_double(timestamp)
     if first is last:       # an autocommit statement: the short single-row header
         return [heads[0] + pack(marker, tsn) + stamp + (first.body or b"")]
-    head = heads[1]
+    # the header up to the LSN's marker, then (struct) the LSN, TIMESTAMP and TSN
+    # field in one call while the TSN field is a fixint (a transaction's first 128 rows)
+    head = heads[1] + bytes((marker,))
     out: list[bytes] = []
     append = out.append
     for diff, row in enumerate(rows):          # diff: LSN - TSN
         if row.type != rtype:
             return encode_row_list(rows)
-        append(head + pack(marker, tsn + diff) + stamp
-               + (_TSN_FIELDS[diff] if diff < 0x80 else b"\x08" + mp_encode_uint(diff))
-               + (row.body or b""))
+        if diff < 0x80:
+            append(pack_member(head, tsn + diff, stamp, 8, diff) + (row.body or b""))
+        else:
+            append(heads[1] + pack(marker, tsn + diff) + stamp + b"\x08"
+                   + mp_encode_uint(diff) + (row.body or b""))
     diff = len(rows) - 1                       # the last row: FLAGS (COMMIT) too
-    out[-1] = (heads[2] + pack(marker, tsn + diff) + stamp
-               + (_TSN_FIELDS[diff] if diff < 0x80 else b"\x08" + mp_encode_uint(diff))
-               + b"\x09\x01" + (last.body or b""))
+    if diff < 0x80:
+        out[-1] = (pack_last(heads[2] + bytes((marker,)), tsn + diff, stamp, 8, diff, 9, 1)
+                   + (last.body or b""))
+    else:
+        out[-1] = (heads[2] + pack(marker, tsn + diff) + stamp + b"\x08"
+                   + mp_encode_uint(diff) + b"\x09\x01" + (last.body or b""))
     return out
 
 

@@ -146,14 +146,26 @@ class SpaceApi:
             # that changed it returns another one)
             return True if result is given else to_lua(result)
 
+        storage = self.storage
+
         def put_fields_in_txn(space_id, *fields) -> Any:
+            # (the usual case of _writable and _plain_fields inline: a space found
+            # by its int id while nothing makes the instance read-only; fields
+            # with no string to convert)
             try:
-                space = writable(space_id)
+                box = storage.box
+                space = box.engine.spaces.get(space_id) if type(space_id) is int else None
+                if space is None or box.read_only_reasons:
+                    space = writable(space_id)
                 txns = space.txns
                 txn = txns.open.get(txns.fiber_key())
                 if txn is None:
                     return False
-                given = plain_fields(fields)
+                given = fields
+                for value in fields:
+                    if type(value) is bytes:
+                        given = plain_fields(fields)
+                        break
                 result = space.put_in_txn(txn, given, rtype)
                 return True if result is given else to_lua(result)
             except Exception as exc:   # noqa: BLE001 - becomes a Lua error

@@ -278,6 +278,29 @@ def test_lua_put_fields_is_right_whatever_the_transaction_hint_says(box):  # noq
     assert box.lua("return s:get{50}") == []
 
 
+def test_lua_put_fields_in_a_transaction_checks_the_space_and_read_only(box):  # noqa: F811
+    """The native's inline space lookup leaves the rest to _writable's checks: a
+    dropped space, a read-only instance (a temporary space still takes the insert)."""
+    assert box.lua("""
+        local gone = box.schema.space.create('gone')
+        gone:create_index('pk')
+        gone:drop()
+        local tmp = box.schema.space.create('tmp', {temporary = true})
+        tmp:create_index('pk')
+        box.begin()
+        local ok, err = pcall(gone.insert, gone, {1})
+        box.rollback()
+        box.cfg{read_only = true}
+        box.begin()
+        local ok2, err2 = pcall(s.insert, s, {60})
+        tmp:insert{1, 'x'}
+        box.commit()
+        box.cfg{read_only = false}
+        return ok, err.code, ok2, err2.code, s:get{60}, tmp:get{1}
+    """) == [False, ErrorCode.ER_NO_SUCH_SPACE, False, ErrorCode.ER_READONLY, None,
+             [1, "x"]]
+
+
 def test_lua_begin_called_directly_raises_a_box_error(box):  # noqa: F811
     """box.begin()'s native is called without a bridge: its error is still the
     box.error pcall catches and box.error.last() holds, and the transaction open
