@@ -53,7 +53,7 @@ from typing import Callable, Sequence
 from spindle.core.fiber import Cond
 from spindle.core.iproto.xrow import XRow
 from spindle.core.vclock import VClock
-from spindle.core.xlog.format import decode_rows
+from spindle.core.xlog.format import LocalTxRows, decode_rows
 
 from .wire_tx import decode_frames, extend_frames, plain_tx
 
@@ -240,7 +240,7 @@ class WalTail:
             size = sum(len(row.body or b"") + _ROW_OVERHEAD for row in rows)
             self._add(TailBatch(rows, vclock_after, size, count))
         elif self._open is None or not self._extend_open(rows, vclock_after, encoded):
-            if plain_tx(rows):
+            if type(encoded) is LocalTxRows or plain_tx(rows):
                 last = rows[-1]
                 frames = bytearray()
                 extend_frames(frames, encoded)
@@ -285,7 +285,7 @@ class WalTail:
         grown = span.count + count
         if (last.replica_id != span.replica_id or rows[0].lsn <= span.lsn
                 or grown > self._span_rows or len(frames) > self._span_bytes
-                or not plain_tx(rows)):
+                or not (type(encoded) is LocalTxRows or plain_tx(rows))):
             return False
         before = len(frames)
         extend_frames(frames, encoded)

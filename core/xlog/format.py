@@ -653,6 +653,15 @@ def encode_row_list(rows: Iterable[XRow]) -> list[bytes]:
     return out
 
 
+class LocalTxRows(list):
+    """encode_local_tx's answer when it wrote the transaction's shared header: each
+    row's bytes, the rows of one replica id (not 0) and one fixint type, with
+    consecutive LSNs and no GROUP_ID. The WAL tail takes such a list as plain
+    (wire_tx.plain_tx) without going over the rows again."""
+
+    __slots__ = ()
+
+
 def encode_local_tx(rows: list[XRow]) -> list[bytes]:
     """encode_row_list of a transaction as the WAL signs the usual local one
     (writer.assign_lsn): one replica id, consecutive LSNs from the TSN on, one
@@ -674,11 +683,11 @@ def encode_local_tx(rows: list[XRow]) -> list[bytes]:
     heads = _HEADS.get(rtype << 7 | replica_id) or _heads(rtype << 7 | replica_id)
     stamp = b"\x04\xcb" + _pack_double(timestamp)
     if first is last:       # an autocommit statement: the short single-row header
-        return [heads[0] + pack(marker, tsn) + stamp + (first.body or b"")]
+        return LocalTxRows((heads[0] + pack(marker, tsn) + stamp + (first.body or b""),))
     # the header up to the LSN's marker, then (struct) the LSN, TIMESTAMP and TSN
     # field in one call while the TSN field is a fixint (a transaction's first 128 rows)
     head = heads[1] + bytes((marker,))
-    out: list[bytes] = []
+    out = LocalTxRows()
     append = out.append
     for diff, row in enumerate(rows):          # diff: LSN - TSN
         if row.type != rtype:

@@ -13,9 +13,11 @@ from spindle.core.vclock import VClock
 from spindle.core.xlog.format import (
     COMPRESS_THRESHOLD, EOF_MARKER_BYTES, FIXHEADER_SIZE, ROW_MARKER, ZROW_MARKER, Block,
     BlockStream, CorruptBlock, DataAfterEof, EofMarker, NeedMore, XlogHeaderError, XlogMeta,
-    crc32c, decode_block, decode_file, decode_fixheader, encode_block, encode_file,
-    encode_fixheader, encode_local_tx, encode_row_list, encode_rows, encode_tx, parse_meta, split_transactions, zstd_decompress,
+    LocalTxRows, crc32c, decode_block, decode_file, decode_fixheader, encode_block,
+    encode_file, encode_fixheader, encode_local_tx, encode_row_list, encode_rows, encode_tx,
+    parse_meta, split_transactions, zstd_decompress,
 )
+from spindle.core.replication.wire_tx import plain_tx
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "tarantool-2.6"
 FILES = sorted(p for p in FIXTURES.glob("*/*") if p.suffix in (".xlog", ".snap"))
@@ -646,4 +648,23 @@ def test_a_local_transaction_encodes_as_the_general_encoder_writes_it(tx):
     assert local                          # every transaction here is the usual one
     expected = [encode_header(row, 0) + (row.body or b"") for row in rows]
     assert encode_row_list(rows) == expected
-    assert encode_local_tx(rows) == expected
+    encoded = encode_local_tx(rows)
+    assert encoded == expected
+    # the WAL tail takes a LocalTxRows answer as plain without looking at the rows
+    if type(encoded) is LocalTxRows:
+        assert plain_tx(rows)
+
+
+def test_local_tx_rows_mark_the_shared_header_only():
+    """encode_local_tx answers LocalTxRows where it wrote the shared header, a
+    plain list where it fell back on encode_row_list."""
+    from spindle.core.wal.writer import assign_lsn
+
+    def signed(types, before):
+        rows = [XRow(t, b"\x81\x10\x01") for t in types]
+        assert assign_lsn(rows, VClock({1: before}), 1, 1.5)
+        return rows
+    assert type(encode_local_tx(signed([2] * 3, 70000))) is LocalTxRows
+    assert type(encode_local_tx(signed([2], 70000))) is LocalTxRows
+    assert type(encode_local_tx(signed([2, 3], 70000))) is list       # two types
+    assert type(encode_local_tx(signed([2] * 3, 10))) is list         # LSNs below 256
