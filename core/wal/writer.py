@@ -205,8 +205,9 @@ def _sign_local_tx(rows: list[XRow], vclock: VClock, instance_id: int,
     replica's id) and of a replicated space. They take the next LSNs of this
     instance's component at once; the TSN is the first one. False, with nothing
     changed, for any other transaction."""
+    ids = (0, instance_id)
     for row in rows:
-        if row.lsn or row.group_id == _LOCAL or row.replica_id not in (0, instance_id):
+        if row.lsn or row.group_id == _LOCAL or row.replica_id not in ids:
             return False
     first = vclock.get(instance_id) + 1
     vclock.reset(instance_id, first + len(rows) - 1)
