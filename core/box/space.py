@@ -25,7 +25,7 @@ from spindle.core import log
 from typing import Any, Iterator, Sequence
 
 from spindle.core.box.field_types import (
-    INDEXABLE, FieldType, field_type_by_name, format_check, is_compatible, pack_tuple,
+    INDEXABLE, UINT64_MAX, FieldType, field_type_by_name, format_check, is_compatible, pack_tuple,
     tuple_bsize, type1_contains_type2,
 )
 from spindle.core.box.index import DupMode, Index, IndexDef, IndexType, make_index
@@ -205,6 +205,8 @@ class Space:
         self._checks, self._required = checks, required
         self._fits = format_check(checks, required[-1] + 1 if required else 0,
                                   self.field_count)
+        # (_put tests this format inline)
+        self._uint_key_len = getattr(self._fits, "uint_key_len", 0)
 
     def validate_tuple(self, tup: Any) -> tuple:
         """Format check of a tuple to store; returns it as a Python tuple."""
@@ -500,7 +502,12 @@ class Space:
         new = tup
         if type(new) is list:
             new = tuple(new)
-        if type(new) is not tuple or not self._fits(new):
+        # the compiled format check; the usual format, a lone unsigned key, is
+        # tested here without a call (format_check's fits_uint_key, inline)
+        uint_key_len = self._uint_key_len
+        if type(new) is not tuple or not (
+                (uint_key_len and len(new) >= uint_key_len and type(key := new[0]) is int
+                 and 0 <= key <= UINT64_MAX) or self._fits(new)):
             new = self.validate_tuple(new)
         data = pack_tuple(new)
         indexes = self.indexes
