@@ -6,7 +6,8 @@
 -- commits, which waits for the WAL. Error texts and their positions are 2.6.0's.
 local native, blocking, wait, tuple, box = ...
 local type, rawget, rawequal, select, error, tostring = type, rawget, rawequal, select, error, tostring
-local setmetatable, pairs, ipairs, string_format = setmetatable, pairs, ipairs, string.format
+local setmetatable, pairs, ipairs, next, string_format = setmetatable, pairs, ipairs, next,
+    string.format
 local getmetatable, unpack = getmetatable, unpack
 local co_isyieldable = coroutine.isyieldable
 local bless, bless_list, is_tuple = tuple.bless, tuple.bless_list, tuple.is
@@ -154,17 +155,21 @@ local MAX_PLAIN_FIELDS, MAX_EXACT = 128, 2^53
 -- The field count of `t` when it is an array of strings, booleans and numbers that
 -- come back from Python unchanged (not -0, NaN, or beyond 2^53, which become
 -- int64 cdata), with no other keys and no serializer hint but a tuple's: then it
--- converts to exactly these fields. nil otherwise.
+-- converts to exactly these fields. nil otherwise. One walk with next() proves
+-- both: its keys must come as 1, 2, ..., n, which they do for an array (a
+-- table whose integer keys sit in its hash part may come otherwise and just
+-- takes the general way).
 local function plain_length(t)
     if type(t) ~= 'table' or (getmetatable(t) ~= nil and not is_tuple(t)) then
         return nil
     end
-    local n = #t
-    if n > MAX_PLAIN_FIELDS then
-        return nil
-    end
-    for i = 1, n do
-        local v = t[i]
+    local n = 0
+    local k, v = next(t)
+    while k ~= nil do
+        n = n + 1
+        if k ~= n or n > MAX_PLAIN_FIELDS then
+            return nil
+        end
         local kind = type(v)
         if kind == 'number' then
             if v ~= v or v > MAX_EXACT or v < -MAX_EXACT or (v == 0 and 1 / v < 0) then
@@ -173,13 +178,7 @@ local function plain_length(t)
         elseif kind ~= 'string' and kind ~= 'boolean' then
             return nil
         end
-    end
-    local count = 0
-    for _ in pairs(t) do
-        count = count + 1
-    end
-    if count ~= n then
-        return nil
+        k, v = next(t, k)
     end
     return n
 end

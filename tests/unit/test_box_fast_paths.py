@@ -314,6 +314,48 @@ def test_lua_put_fields_in_a_transaction_checks_the_space_and_read_only(box):  #
              [1, "x"]]
 
 
+# Tables space.lua's plain_length takes as plain fields or leaves to the general
+# conversion: arrays, holes, other keys, integer keys kept in the hash part (set in
+# another order, or after a string key), t[0], values that do not come back as given.
+PUT_TABLES = [
+    "{1, 'a'}", "{2}", "{}", "{3, true, false, 1.5, 'x'}", "{4, -0.0}", "{5, 0/0}",
+    "{6, 2^53}", "{7, 2^53 + 2}", "{8, nil, 3}", "{9, x = 1}", "{[1] = 10, [2] = 'b'}",
+    "{[2] = 'b', [1] = 11}", "{[0] = 0, 12}", "{13, 'é', '\\xff'}", "{14, 1ULL}",
+    "{15, {1}}", "{16, box.NULL}",
+    "(function() local t = {} t.x = 1 t[1] = 17 t.x = nil return t end)()",
+    "(function() local t = {} t.x = 1 t[1] = 18 return t end)()",
+    "(function() local t = {} t[3] = 'c' t[2] = 'b' t[1] = 19 return t end)()",
+    "(function() local t = {20} for i = 2, 128 do t[i] = i end return t end)()",
+    "(function() local t = {21} for i = 2, 129 do t[i] = i end return t end)()",
+]
+
+
+def test_lua_put_of_plain_fields_stores_what_the_general_conversion_stores(box):  # noqa: F811
+    """space.lua sends a table's fields one by one only when a walk with next()
+    meets exactly its keys 1..n and plain values; whatever it takes or leaves,
+    replace() stores (or refuses) what the general conversion of the same table
+    does (forced here by an empty metatable)."""
+    cases = "{" + ", ".join(f"function() return {expr} end" for expr in PUT_TABLES) + "}"
+    assert box.lua(f"""
+        local a = box.schema.space.create('plain_a')
+        a:create_index('pk')
+        local b = box.schema.space.create('plain_b')
+        b:create_index('pk')
+        local differ = {{}}
+        for i, make in ipairs({cases}) do
+            local ok1, r1 = pcall(a.replace, a, make())
+            local ok2, r2 = pcall(b.replace, b, setmetatable(make(), {{}}))
+            local same = ok1 == ok2 and (ok1 and require('json').encode(r1) ==
+                require('json').encode(r2) or not ok1 and tostring(r1) == tostring(r2))
+            if not same then
+                differ[#differ + 1] = i
+            end
+        end
+        return differ, a:len(), b:len(), require('json').encode(a:select()) ==
+            require('json').encode(b:select())
+    """) == [[], 18, 18, True]
+
+
 def test_lua_begin_called_directly_raises_a_box_error(box):  # noqa: F811
     """box.begin()'s native is called without a bridge: its error is still the
     box.error pcall catches and box.error.last() holds, and the transaction open
