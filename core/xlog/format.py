@@ -583,8 +583,8 @@ _TSN_FIELDS = [b"\x08" + uint for uint in _SMALL_UINT]     # key TSN and a fixin
 # encode_local_tx's row header in one struct call, by the LSN's size: its first 7
 # bytes (fixmap, type, replica id, key LSN, the LSN's marker) given, the LSN, the
 # TIMESTAMP pair given, key TSN and a fixint value; for the last row, FLAGS: COMMIT too
-_PACK_TX_U32 = (struct.Struct(">7sI10sBB").pack, struct.Struct(">7sI10sBBBB").pack)
-_PACK_TX_U16 = (struct.Struct(">7sH10sBB").pack, struct.Struct(">7sH10sBBBB").pack)
+_PACK_TX = {0xCE: (struct.Struct(">7sI10sBB").pack, struct.Struct(">7sI10sBBBB").pack),
+            0xCD: (struct.Struct(">7sH10sBB").pack, struct.Struct(">7sH10sBBBB").pack)}
 
 
 def encode_row(row: XRow) -> bytes:
@@ -654,10 +654,11 @@ def encode_row_list(rows: Iterable[XRow]) -> list[bytes]:
 
 
 class LocalTxRows(list):
-    """encode_local_tx's answer when it wrote the transaction's shared header: each
-    row's bytes, the rows of one replica id (not 0) and one fixint type, with
-    consecutive LSNs and no GROUP_ID. The WAL tail takes such a list as plain
-    (wire_tx.plain_tx) without going over the rows again."""
+    """encode_local_tx's answer when it wrote the shared header of a transaction of
+    several rows: each row's bytes, the rows of one replica id (not 0) and one
+    fixint type, with consecutive LSNs and no GROUP_ID. The WAL tail takes such a
+    list as plain (wire_tx.plain_tx) without going over the rows again (a single
+    row costs plain_tx next to nothing: it stays a list)."""
 
     __slots__ = ()
 
@@ -673,9 +674,9 @@ def encode_local_tx(rows: list[XRow]) -> list[bytes]:
     first, last = rows[0], rows[-1]
     rtype, replica_id, tsn, timestamp = first.type, first.replica_id, first.lsn, first.timestamp
     if 0x10000 <= tsn and last.lsn <= 0xFFFFFFFF:
-        pack, marker, pack_member, pack_last = _pack_u32_uint, 0xCE, *_PACK_TX_U32
+        pack, marker = _pack_u32_uint, 0xCE
     elif 0x100 <= tsn and last.lsn < 0x10000:
-        pack, marker, pack_member, pack_last = _pack_u16_uint, 0xCD, *_PACK_TX_U16
+        pack, marker = _pack_u16_uint, 0xCD
     else:
         return encode_row_list(rows)
     if not (0 <= rtype < 0x80 and 0 < replica_id < 0x80 and timestamp):
@@ -683,10 +684,11 @@ def encode_local_tx(rows: list[XRow]) -> list[bytes]:
     heads = _HEADS.get(rtype << 7 | replica_id) or _heads(rtype << 7 | replica_id)
     stamp = b"\x04\xcb" + _pack_double(timestamp)
     if first is last:       # an autocommit statement: the short single-row header
-        return LocalTxRows((heads[0] + pack(marker, tsn) + stamp + (first.body or b""),))
+        return [heads[0] + pack(marker, tsn) + stamp + (first.body or b"")]
     # the header up to the LSN's marker, then (struct) the LSN, TIMESTAMP and TSN
     # field in one call while the TSN field is a fixint (a transaction's first 128 rows)
     head = heads[1] + bytes((marker,))
+    pack_member, pack_last = _PACK_TX[marker]
     out = LocalTxRows()
     append = out.append
     for diff, row in enumerate(rows):          # diff: LSN - TSN

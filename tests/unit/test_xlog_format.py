@@ -656,8 +656,9 @@ def test_a_local_transaction_encodes_as_the_general_encoder_writes_it(tx):
 
 
 def test_local_tx_rows_mark_the_shared_header_only():
-    """encode_local_tx answers LocalTxRows where it wrote the shared header, a
-    plain list where it fell back on encode_row_list."""
+    """encode_local_tx answers LocalTxRows where it wrote the shared header of
+    several rows, a plain list for one row and where it fell back on
+    encode_row_list."""
     from spindle.core.wal.writer import assign_lsn
 
     def signed(types, before):
@@ -665,6 +666,6 @@ def test_local_tx_rows_mark_the_shared_header_only():
         assert assign_lsn(rows, VClock({1: before}), 1, 1.5)
         return rows
     assert type(encode_local_tx(signed([2] * 3, 70000))) is LocalTxRows
-    assert type(encode_local_tx(signed([2], 70000))) is LocalTxRows
+    assert type(encode_local_tx(signed([2], 70000))) is list          # one row
     assert type(encode_local_tx(signed([2, 3], 70000))) is list       # two types
     assert type(encode_local_tx(signed([2] * 3, 10))) is list         # LSNs below 256
