@@ -11,6 +11,7 @@ import pytest
 
 from spindle.core.fiber import Channel, Cond, FiberSwitchForbidden, Latch, Scheduler, TriggerList
 from spindle.core.fiber import coio
+from spindle.core.fiber import scheduler as scheduler_module
 from spindle.core.iproto.errors import BoxError, FiberIsCancelled, TimedOut
 
 
@@ -478,6 +479,43 @@ def test_yield_turn_with_io_ready_goes_through_the_loop(sched, run):
     a.close()
     b.close()
     assert order == ["caller", "reader", "caller again"]
+
+
+def test_yield_turn_looks_for_ready_io_at_most_every_interval(sched, run, monkeypatch):
+    """Within YIELD_IO_CHECK of its last look for ready I/O, yield_turn skips the
+    loop iteration: a fiber the I/O would wake is not woken yet. The first yield
+    after the interval looks, and goes through the loop as sleep(0) does: the
+    woken fiber runs at the caller's next yield."""
+    monkeypatch.setattr(scheduler_module, "YIELD_IO_CHECK", 0.05)
+    order = []
+    a, b = socket.socketpair()
+
+    def reader():
+        sched.wait_io(a, selectors.EVENT_READ)
+        order.append("reader")
+
+    def main():
+        sched.spawn(reader)
+        sched.sleep(0)              # the reader waits for the socket
+        sched.yield_turn()          # looks for ready I/O: none
+        looked_at = time.monotonic()
+        b.send(b"x")
+        sched.yield_turn()
+        order.append("within")
+        sched.yield_turn()
+        order.append("within again")
+        assert time.monotonic() < looked_at + 0.05, "the test ran too slowly"
+        while time.monotonic() < looked_at + 0.06:    # the interval surely over
+            pass
+        sched.yield_turn()
+        order.append("after")
+        sched.yield_turn()
+        order.append("after again")
+
+    run(main)
+    a.close()
+    b.close()
+    assert order == ["within", "within again", "after", "reader", "after again"]
 
 
 def test_yield_turn_starts_a_new_watchdog_segment():
