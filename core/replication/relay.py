@@ -621,6 +621,12 @@ def relay_subscribe_f(relay: Relay) -> None:
                 # (relay_hold_back) whether or not it has come yet: waking for its
                 # first row only to hold for the rest cost one more switch per send.
                 relay_hold_back(relay)
+            elif sched.clock() - relay.last_row_time >= replication_timeout(box):
+                # Reading files for a while without a row to send (rows the replica
+                # has already, early in a big file; a loop busy with writers): the
+                # replica still hears from the master every replication_timeout, or
+                # it would give up on the link and start the reading over.
+                relay_send_heartbeat(relay)
             continue
         now = sched.clock()
         deadline = relay.last_row_time + replication_timeout(box)

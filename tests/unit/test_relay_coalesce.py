@@ -325,6 +325,58 @@ def test_the_sender_wakes_once_per_send_while_rows_keep_coming(run, sched, tmp_p
     run(main)
 
 
+class FilesWithNothingToSend:
+    """A cursor reading files whose rows the replica has (or that a busy loop
+    reads slowly): every read() takes a while and is "call again", nothing to send."""
+
+    def __init__(self, clock):
+        self.clock = clock
+
+    def read(self):
+        self.clock.advance(0.1)
+        return []
+
+    def caught_up(self):
+        return False
+
+    def urgent_unread(self):
+        return True
+
+    def close(self):
+        pass
+
+
+def test_a_relay_reading_files_with_nothing_to_send_still_sends_heartbeats(
+        run, sched, tmp_path, clock):
+    """Heartbeats go out every replication_timeout while the relay reads files
+    without a row to send: without them the replica gives up on the link after 4 ×
+    replication_timeout and subscribes again, and a relay that needs longer than
+    that to reach its first row never sends one (seen under overload: a replica
+    that fell off the in-memory tail reconnected every 4 s for good)."""
+    relay = make_relay(sched, tmp_path, Limbo())
+    relay.cursor = FilesWithNothingToSend(clock)
+    timeout = relay.box.cfg["replication_timeout"]
+    sends = []
+    socket = relay.stream.sock.sock
+    plain_send = socket.send
+
+    def send(data):
+        sends.append(clock())
+        return plain_send(data)
+    socket.send = send
+
+    def main():
+        start = clock()
+        relay.fiber = sched.spawn(relay_module.relay_subscribe_f, relay)
+        while clock() < start + 3.5 * timeout:
+            sched.yield_()
+        sched.cancel(relay.fiber)
+        return start
+    start = run(main)
+    assert sends[0] == start and len(sends) == 4
+    assert all(timeout <= b - a <= timeout + 0.1 for a, b in zip(sends, sends[1:]))
+
+
 # ------------------------------------------------------------------- ACKs
 
 class BufferedReader:
