@@ -282,13 +282,8 @@ def test_a_sync_transaction_written_while_holding_ends_the_hold(run, sched, tmp_
     run(main)
 
 
-def test_the_sender_wakes_once_per_send_while_rows_keep_coming(run, sched, tmp_path,
-                                                               clock):
-    """Rows written right after a send go out at the end of the window it opened,
-    the sender parked for it in one wait (not woken by the first row only to hold
-    for the rest); a row after an idle window goes out at once."""
-    relay = make_relay(sched, tmp_path, Limbo())
-    window = relay_module.COALESCE_WINDOW
+def send_times(relay: Relay, clock) -> list[float]:
+    """The (fake) clock's time of each of the relay's socket writes, from now on."""
     sends = []
     socket = relay.stream.sock.sock
     plain_send = socket.send
@@ -297,6 +292,17 @@ def test_the_sender_wakes_once_per_send_while_rows_keep_coming(run, sched, tmp_p
         sends.append(clock())
         return plain_send(data)
     socket.send = send
+    return sends
+
+
+def test_the_sender_wakes_once_per_send_while_rows_keep_coming(run, sched, tmp_path,
+                                                               clock):
+    """Rows written right after a send go out at the end of the window it opened,
+    the sender parked for it in one wait (not woken by the first row only to hold
+    for the rest); a row after an idle window goes out at once."""
+    relay = make_relay(sched, tmp_path, Limbo())
+    window = relay_module.COALESCE_WINDOW
+    sends = send_times(relay, clock)
 
     def main():
         start = clock()
@@ -356,14 +362,7 @@ def test_a_relay_reading_files_with_nothing_to_send_still_sends_heartbeats(
     relay = make_relay(sched, tmp_path, Limbo())
     relay.cursor = FilesWithNothingToSend(clock)
     timeout = relay.box.cfg["replication_timeout"]
-    sends = []
-    socket = relay.stream.sock.sock
-    plain_send = socket.send
-
-    def send(data):
-        sends.append(clock())
-        return plain_send(data)
-    socket.send = send
+    sends = send_times(relay, clock)
 
     def main():
         start = clock()

@@ -457,15 +457,25 @@ def test_yield_turn_lets_whatever_is_due_run_first(sched, run, due):
     assert order == ["due", "caller"]
 
 
-def test_yield_turn_with_io_ready_goes_through_the_loop(sched, run):
-    """A fiber woken by ready I/O runs at the caller's next yield, as after sleep(0)
-    (were the iteration skipped, it would wait one more)."""
+@pytest.fixture
+def socket_reader(sched):
+    """(order, b, reader): `reader`, a fiber body, waits until the other end of
+    socket `b` is readable, then notes "reader" in `order`."""
     order = []
     a, b = socket.socketpair()
 
     def reader():
         sched.wait_io(a, selectors.EVENT_READ)
         order.append("reader")
+    yield order, b, reader
+    a.close()
+    b.close()
+
+
+def test_yield_turn_with_io_ready_goes_through_the_loop(sched, run, socket_reader):
+    """A fiber woken by ready I/O runs at the caller's next yield, as after sleep(0)
+    (were the iteration skipped, it would wait one more)."""
+    order, b, reader = socket_reader
 
     def main():
         sched.spawn(reader)          # waits for the socket
@@ -476,23 +486,17 @@ def test_yield_turn_with_io_ready_goes_through_the_loop(sched, run):
         order.append("caller again")
 
     run(main)
-    a.close()
-    b.close()
     assert order == ["caller", "reader", "caller again"]
 
 
-def test_yield_turn_looks_for_ready_io_at_most_every_interval(sched, run, monkeypatch):
+def test_yield_turn_looks_for_ready_io_at_most_every_interval(sched, run, monkeypatch,
+                                                              socket_reader):
     """Within YIELD_IO_CHECK of its last look for ready I/O, yield_turn skips the
     loop iteration: a fiber the I/O would wake is not woken yet. The first yield
     after the interval looks, and goes through the loop as sleep(0) does: the
     woken fiber runs at the caller's next yield."""
     monkeypatch.setattr(scheduler_module, "YIELD_IO_CHECK", 0.05)
-    order = []
-    a, b = socket.socketpair()
-
-    def reader():
-        sched.wait_io(a, selectors.EVENT_READ)
-        order.append("reader")
+    order, b, reader = socket_reader
 
     def main():
         sched.spawn(reader)
@@ -513,8 +517,6 @@ def test_yield_turn_looks_for_ready_io_at_most_every_interval(sched, run, monkey
         order.append("after again")
 
     run(main)
-    a.close()
-    b.close()
     assert order == ["within", "within again", "after", "reader", "after again"]
 
 
