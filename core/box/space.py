@@ -25,8 +25,8 @@ from spindle.core import log
 from typing import Any, Iterator, Sequence
 
 from spindle.core.box.field_types import (
-    INDEXABLE, UINT64_MAX, FieldType, field_type_by_name, format_check, is_compatible, pack_tuple,
-    tuple_bsize, type1_contains_type2,
+    INDEXABLE, UINT64_MAX, FieldType, field_type_by_name, format_check, is_compatible,
+    pack_tuple, tuple_bsize, type1_contains_type2,
 )
 from spindle.core.box.index import DupMode, Index, IndexDef, IndexType, make_index
 from spindle.core.box.key_def import normalize_key

@@ -576,7 +576,7 @@ def _relay_put_frames() -> tuple[Any, dict]:
     alternatives = []
     for width, lsn_marker, lsn_format in ((4, rb"\xce", "I"), (2, rb"\xcd", "H")):
         # {REQUEST_TYPE: INSERT|REPLACE, REPLICA_ID: 1..31 (below VCLOCK_MAX),
-        #  LSN: uint of `width` bytes, TIMESTAMP: double
+        #  LSN: uint of `width` bytes, TIMESTAMP: double, ...}
         head = (rb"\x00[\x02\x03]\x02[\x01-\x1f]\x03" + lsn_marker + b"." * width
                 + rb"\x04\xcb" + b"." * 8)
         head_format = f"xxBxBxx{lsn_format}xxd"

@@ -291,7 +291,8 @@ def test_relay_put_frames_are_read_whole_as_decode_dml_packet_reads_them(
     frame_of(header((b"\x00", b"\x02"), (b"\x02", b"\x05"), (b"\x03", LSN_70000),
                     (b"\x04", TS), (b"\x08", b"\x00"), (b"\x09", b"\x01")) + BODY),
 ], ids=["lsn 255", "uint64 lsn", "tsn offset 128", "replica 32", "space 255",
-        "space 65536", "tuple not an array", "cut short", "a byte after the tuple", "flags 0", "delete", "tsn 0 with commit"])
+        "space 65536", "tuple not an array", "cut short", "a byte after the tuple",
+        "flags 0", "delete", "tsn 0 with commit"])
 def test_other_frames_are_left_to_decode_dml_packet(frame):
     assert frame_view(bytearray(frame), 0) is None
 
