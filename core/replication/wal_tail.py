@@ -53,7 +53,7 @@ from typing import Callable, Sequence
 from spindle.core.fiber import Cond
 from spindle.core.iproto.xrow import XRow
 from spindle.core.vclock import VClock
-from spindle.core.xlog.format import LocalTxRows, decode_rows
+from spindle.core.xlog.format import LocalTxRows
 
 from .wire_tx import decode_frames, extend_frames, plain_tx
 
