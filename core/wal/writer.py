@@ -298,6 +298,15 @@ class WalWriter:
         self._lock = threading.Lock()    # the queue's lock (tx takes it bare: cheaper)
         self._cv = threading.Condition(self._lock)
         self._busy = False               # the thread, or tx inline, owns the writer state
+        # Batches the thread wrote (counted under the lock) and those tx completed:
+        # tx writes inline only when they are equal, so that tx sees every batch,
+        # its vclock and its rows (the on_write hooks: the relays' WAL tail) in the
+        # order of the file. Without this an inline batch written before tx ran the
+        # completion of the thread's previous batch reached the hooks first, the
+        # WAL vclock went back when that completion ran, and relays skipped the
+        # thread's batch as already sent: rows lost on replicas (issue 21).
+        self._thread_batches = 0
+        self._completed_batches = 0
         # entries tx writes itself at the next loop iteration ('write' mode, idle thread)
         self._inline: list[JournalEntry] | None = None
         self._thread: threading.Thread | None = None
@@ -356,7 +365,8 @@ class WalWriter:
             return entry
         with self._lock:
             inline = (self.mode == "write" and self.sched is not None and not self._queue
-                      and not self._busy)
+                      and not self._busy
+                      and self._thread_batches == self._completed_batches)
             if inline:
                 self._busy = True        # the thread waits until tx has written
             else:
@@ -593,28 +603,35 @@ class WalWriter:
                 items = list(self._queue)
                 self._queue.clear()
                 self._busy = True
+            written = 0
             try:
-                if self._process_items(items):
+                stop, written = self._process_items(items)
+                if stop:
                     return
             finally:
                 with self._cv:
+                    self._thread_batches += written
                     self._busy = False
 
-    def _process_items(self, items: list) -> bool:
-        """Write the batches and run the controls, in order; True after `stop`."""
+    def _process_items(self, items: list) -> tuple[bool, int]:
+        """Write the batches and run the controls, in order: whether `stop` came,
+        and how many batches were written (their completions posted to tx)."""
         batch: list[JournalEntry] = []
+        written = 0
         for item in items:
             if isinstance(item, JournalEntry):
                 batch.append(item)
                 continue
             if batch:
                 self._process_batch(batch)
+                written += 1
                 batch = []
             if self._process_control(item):
-                return True
+                return True, written
         if batch:
             self._process_batch(batch)
-        return False
+            written += 1
+        return False, written
 
     def _process_control(self, ctrl: _Control) -> bool:
         stop = False
@@ -648,7 +665,15 @@ class WalWriter:
 
     def _process_batch(self, entries: list[JournalEntry]) -> None:
         vclock, failed = self._write_entries(entries)
-        self.sched.call_soon_threadsafe(self._complete_batch, entries, vclock, failed)
+        self.sched.call_soon_threadsafe(self._complete_thread_batch, entries, vclock, failed)
+
+    def _complete_thread_batch(self, entries: list[JournalEntry], vclock: VClock,
+                               failed: bool) -> None:
+        """tx: a batch the thread wrote is complete (in the order they were written:
+        the thread posts them in order, and tx writes no batch of its own while one
+        is posted and not completed yet)."""
+        self._completed_batches += 1
+        self._complete_batch(entries, vclock, failed)
 
     def _write_entries(self, entries: list[JournalEntry]) -> tuple[VClock, bool]:
         """Write a batch (by the owner of the writer state): the vclock after it and

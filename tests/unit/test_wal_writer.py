@@ -762,3 +762,46 @@ def test_a_torn_write_that_cannot_be_cut_leaves_the_file_for_a_new_one(
     names = sorted(path.name for path in tmp_path.glob("*.xlog"))
     assert names[:2] == ["00000000000000000003.xlog", "00000000000000000004.xlog"]
     assert [r.lsn for r in xlog_rows(tmp_path / "00000000000000000004.xlog")] == [5]
+
+
+def test_batches_reach_tx_in_the_order_of_the_file(run, make_writer, sched):
+    """A batch the thread wrote is completed in tx through a hub callback; tx must not
+    write a batch of its own before that callback ran. Otherwise the later batch
+    reached the on_write hooks (the relays' WAL tail) first, the WAL vclock went
+    back when the earlier one completed, and relays skipped the earlier batch as
+    sent already (issue 21: rows missing on replicas, vclocks equal)."""
+    writer = make_writer({1: 10}, mode="write")
+    hooked = []
+    writer.on_write_encoded.append(lambda rows, encoded: hooked.append(
+        ([row.lsn for row in rows], writer.vclock.copy())))
+    held = []
+    deliver = sched.call_soon_threadsafe
+
+    def holding(callback, *args):
+        if getattr(callback, "__name__", "").startswith("_complete"):
+            held.append((callback, args))       # the thread's completion, not run yet
+        else:
+            deliver(callback, *args)
+    sched.call_soon_threadsafe = holding
+    vclocks = []
+
+    def main():
+        sched.spawn(lambda: None, start=False)  # ready: A waits for a batch to join
+        first = writer.submit([insert(1)])
+        assert not first.done
+        writer.sync()                           # hands A to the thread
+        sched_yield_until(sched, lambda: held and not writer._busy)
+        second = writer.submit([insert(2)], write_now=True)
+        vclocks.append(writer.vclock.copy())
+        sched_yield_until(sched, lambda: len(held) == 2 or second.done)
+        for callback, args in held:
+            deliver(callback, *args)
+        sched_yield_until(sched, lambda: first.done and second.done)
+        vclocks.append(writer.vclock.copy())
+        sched.call_soon_threadsafe = deliver
+        writer.stop()
+
+    run(main)
+    assert [lsns for lsns, _ in hooked] == [[11], [12]]
+    assert [clock for _, clock in hooked] == [VClock({1: 11}), VClock({1: 12})]
+    assert vclocks == [VClock({1: 10}), VClock({1: 12})]
