@@ -385,7 +385,7 @@ class Applier:
         snapshot = self._read_snapshot_rows()
         log.info("initial data received")
         self.set_state(S.FINAL_JOIN)
-        final = self._read_wal_rows(len(snapshot))
+        final = self._read_wal_rows(len(snapshot), box.replicaset.vclock)
         snapshot.apply(box)
         for tx in final:
             applier_apply_tx(box, tx)
@@ -411,7 +411,7 @@ class Applier:
         self._conn.write_row(encode_register(box.instance_uuid, box.replicaset.vclock.copy()),
                              self._timeout())
         self.set_state(S.REGISTER)
-        for tx in self._read_wal_rows(0):
+        for tx in self._read_wal_rows(0, box.replicaset.vclock):
             applier_apply_tx(box, tx)
         if box.wal is not None:
             box.wal.sync()      # SUBSCRIBE then asks for what follows the registration
@@ -444,9 +444,10 @@ class Applier:
             if len(snapshot) % _ROWS_LOGGED_EVERY == 0:
                 log.info("%.1fM rows received", len(snapshot) / 1e6)
 
-    def _read_wal_rows(self, counted: int) -> list[list[XRow]]:
-        """WAL rows (with LSNs) until the OK that ends the stage, as transactions."""
-        assembler = TxAssembler(self.box)
+    def _read_wal_rows(self, counted: int, start: VClock) -> list[list[XRow]]:
+        """WAL rows (with LSNs) after `start` until the OK that ends the stage, as
+        transactions; every row of every origin after `start`, or a StreamError."""
+        assembler = TxAssembler(self.box, dict(start.items()))
         transactions = []
         yield_if_busy = BusyYield(self.sched)
         while True:
@@ -511,7 +512,7 @@ class Applier:
         on_commit = counters.on_commit.add(self._on_commit)
         on_rollback = counters.on_rollback.add(self._on_rollback)
         skip_conflict = bool(self._cfg("replication_skip_conflict", False))
-        assembler = TxAssembler(box)
+        assembler = TxAssembler(box, dict(vclock.items()))
         apply_tx = ReplicatedTx(box).apply
         yield_if_busy = BusyYield(self.sched)
         try:

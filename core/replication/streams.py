@@ -69,13 +69,31 @@ class BusyYield:
 
 # ---------------------------------------------------------------- transactions
 
+def lsn_gap_error(replica_id: int, last: int, lsn: int) -> StreamError:
+    """Rows of one origin missing from a stream: a broken stream (the applier
+    reconnects and subscribes again from what it has), never a gap to step over.
+    (Logged with both LSNs by the applier, as every error that breaks its stream.)"""
+    return StreamError(ClientError(
+        ErrorCode.ER_PROTOCOL, f"Missing rows of instance {replica_id} in the stream: "
+        f"LSN {last} is followed by LSN {lsn}"))
+
+
 class TxAssembler:
     """Groups stream rows into transactions (applier_read_tx's checks, iproto.md
     §8.6): a transaction starts with the row whose LSN is its TSN and ends with the
-    row that carries the commit flag; every row in between has the same TSN."""
+    row that carries the commit flag; every row in between has the same TSN.
 
-    def __init__(self, box):
+    With `lsns` (SUBSCRIBE: the vclock the stream starts after, as a dict) it also
+    checks that every origin's rows come without a hole: a relay sends every row of
+    every origin after that vclock, in order (a local space's rows as NOPs, the
+    subscriber's own only up to what the master had of them at SUBSCRIBE, an id of
+    ID_FILTER never), so the next row of an origin is its last LSN + 1. A row
+    further on means rows were lost on the way; applying it would move the vclock
+    past them for good."""
+
+    def __init__(self, box, lsns: dict[int, int] | None = None):
         self.box = box
+        self.lsns = lsns
         self.rows: list[XRow] = []
         self.requests: list = []
         self.tsn = 0
@@ -91,6 +109,13 @@ class TxAssembler:
         if row.replica_id >= VCLOCK_MAX:
             raise StreamError(ClientError(ErrorCode.ER_UNKNOWN_REPLICA, str(row.replica_id),
                                           self.box.schema.replicaset_uuid or ""))
+        lsns = self.lsns
+        if lsns is not None and row.replica_id and row.lsn:     # (lsn 0: a heartbeat)
+            last = lsns.get(row.replica_id, 0)
+            if row.lsn > last + 1:
+                raise lsn_gap_error(row.replica_id, last, row.lsn)
+            if row.lsn > last:
+                lsns[row.replica_id] = row.lsn
         if not self.rows:
             if row.lsn != row.tsn:
                 raise StreamError(ClientError(
@@ -129,6 +154,8 @@ class TxAssembler:
         frames taken and the last row taken."""
         rows, requests, tsn = self.rows, self.requests, self.tsn
         ready = self.ready
+        lsns = self.lsns if self.lsns is not None else {}
+        checked = self.lsns is not None
         end = len(buf)
         row = None
         taken_rows = 0
@@ -153,6 +180,12 @@ class TxAssembler:
                 tsn = taken.tsn
             elif taken.tsn != tsn:
                 break
+            if checked:
+                # the next row of its origin (push() raises for anything else)
+                replica_id = taken.replica_id
+                if taken.lsn != lsns.get(replica_id, 0) + 1 or not replica_id:
+                    break
+                lsns[replica_id] = taken.lsn
             row = taken
             rows.append(row)
             requests.append(request)

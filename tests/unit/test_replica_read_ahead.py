@@ -22,7 +22,7 @@ from spindle.core.vclock import VClock
 from spindle.core.wal.writer import BrokenLsn, assign_lsn
 from spindle.core.xlog.format import encode_row
 
-from .applier_fake_master import CLUSTER_UUID, row_frame
+from .applier_fake_master import CLUSTER_UUID, frame_row, row_frame
 from .test_logged_rows_fast import request_view
 
 DML = [IprotoType.INSERT, IprotoType.REPLACE, IprotoType.UPDATE, IprotoType.DELETE,
@@ -206,9 +206,9 @@ def push_frame(assembler: TxAssembler, data, pos: int, txs: list) -> int:
     return pos + 5 + length
 
 
-def pushed(data: bytes):
+def pushed(data: bytes, lsns: dict | None = None):
     """The transactions push() makes of the frames, and the error it raises."""
-    assembler = TxAssembler(_Box)
+    assembler = TxAssembler(_Box, lsns)
     txs, pos = [], 0
     try:
         while pos < len(data):
@@ -218,9 +218,9 @@ def pushed(data: bytes):
     return txs, None
 
 
-def taken(data: bytearray):
+def taken(data: bytearray, lsns: dict | None = None):
     """The same through take_frames, push() taking each frame it leaves."""
-    assembler = TxAssembler(_Box)
+    assembler = TxAssembler(_Box, lsns)
     txs, pos = [], 0
     try:
         while pos < len(data):
@@ -272,10 +272,48 @@ STREAMS.update({
 })
 
 
+# rows of an origin missing (the stream checked from the LSN before its first row)
+GAPS = {
+    "a gap between single rows": [_ins(15), _ins(16), _ins(18)],
+    "a gap at the start": [_ins(16), _ins(17)],
+    "a gap inside a transaction": [_ins(15, tsn=15, commit=False), _ins(17, tsn=15)],
+    "a gap before a NOP": [_ins(15), row_frame(IprotoType.NOP, 17)],
+    "a gap past 65535": [_ins(BIG), _ins(BIG + 1), _ins(BIG + 5)],
+    "a gap inside a transaction past 65535": [_ins(BIG, tsn=BIG, commit=False),
+                                              _ins(BIG + 2, tsn=BIG)],
+}
+STREAMS.update(GAPS)
+
+
+def checked_from(name: str) -> dict[int, int]:
+    """The SUBSCRIBE vclock a stream continues: the LSN before its first row (two
+    before it for the stream that starts with a gap)."""
+    first = frame_row(STREAMS[name][0]).lsn
+    return {1: first - (2 if name == "a gap at the start" else 1)}
+
+
+@pytest.mark.parametrize("checked", [False, True])
 @pytest.mark.parametrize("name", sorted(STREAMS))
-def test_take_frames_makes_the_transactions_push_makes(name):
+def test_take_frames_makes_the_transactions_push_makes(name, checked):
     data = stream(*STREAMS[name])
-    assert taken(data) == pushed(bytes(data))
+    lsns = checked_from(name) if checked else None
+    assert taken(data, lsns and dict(lsns)) == pushed(bytes(data), lsns and dict(lsns))
+
+
+@pytest.mark.parametrize("name", sorted(GAPS))
+def test_a_gap_in_an_origin_s_lsns_breaks_the_stream_before_the_row_after_it(name):
+    """Checked from the SUBSCRIBE vclock, a row that is not its origin's next LSN
+    is a StreamError naming both LSNs, through either reader; nothing of its
+    transaction is handed out, and every transaction before it is."""
+    for read in (taken, pushed):
+        data = stream(*STREAMS[name])
+        txs, error = read(data if read is taken else bytes(data), checked_from(name))
+        assert error is not None and error.startswith("Missing rows of instance 1 in the "
+                                                      "stream: LSN ")
+        handed = [row.lsn for tx, _ in txs for row in tx]
+        last, after = (int(x) for x in error.replace("is followed by LSN", "").split()[-2:])
+        assert after > last + 1 and all(lsn <= last for lsn in handed)
+        assert txs == read(data if read is taken else bytes(data), None)[0][:len(txs)]
 
 
 def test_take_frames_stops_before_an_incomplete_frame():
