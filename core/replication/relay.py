@@ -45,7 +45,9 @@ from spindle.core import log
 from spindle.core.box.field_types import packb
 from spindle.core.fiber.coio import SocketError, run_in_thread
 from spindle.core.iproto.constants import GroupId, IprotoType
-from spindle.core.iproto.errors import BoxError, FiberIsCancelled, TimedOut
+from spindle.core.iproto.errors import (
+    BoxError, ClientError, ErrorCode, FiberIsCancelled, TimedOut,
+)
 from spindle.core.iproto.replication import (
     decode_vclock_row, encode_heartbeat, encode_vclock_row,
 )
@@ -214,6 +216,10 @@ class Relay:
         self.last_row_time = sched.clock()     # last send: rows or heartbeat
         self.last_recv_time = sched.clock()
         self.local_vclock_at_subscribe = VClock()
+        # Per origin, the last LSN the replica has had from this relay (its vclock at
+        # the start, then what was sent): the next row of an origin must be that + 1
+        # (relay_check_next). None: not checked.
+        self.sent: dict[int, int] | None = None
         self.id_filter: frozenset[int] = frozenset()
         self.version_id = 0
         self.cursor: WalCursor | None = None
@@ -426,6 +432,7 @@ def relay_tx_frames(relay: Relay, tx: Transaction, subscriber: bool,
         if share is WireShare.NONE:
             return b""
         if share is WireShare.ALL:
+            relay_check_next(relay, tx.replica_id, tx.first_lsn, tx.lsn, tx.count)
             relay.note_sent(tx.replica_id, tx.lsn, tx.timestamp)
             relay.rows_sent += tx.count
             return tx.frames
@@ -442,10 +449,41 @@ def relay_tx_frames(relay: Relay, tx: Transaction, subscriber: bool,
         rows = relay_filter_tx(tx)
     if not rows:
         return b""
+    for row in rows:
+        if row.replica_id:
+            relay_check_next(relay, row.replica_id, row.lsn, row.lsn, 1)
     last = rows[-1]
     relay.note_sent(last.replica_id, last.lsn, last.timestamp)
     relay.rows_sent += len(rows)
     return encode_frames(rows, relay.sync)
+
+
+class RelayGapError(ClientError):
+    """The relay was about to send rows of an origin with some before them missing
+    (rows its cursor lost): it refuses. The connection is dropped without a reply,
+    so the replica (Spindle or Tarantool) reconnects and subscribes again from its
+    vclock, which reads the missing rows from the files."""
+
+    def __init__(self, replica_id: int, what: str):
+        super().__init__(ErrorCode.ER_PROTOCOL,
+                         f"Relay refused to skip rows of instance {replica_id}: {what}")
+
+
+def relay_check_next(relay: Relay, replica_id: int, first_lsn: int, lsn: int,
+                     count: int) -> None:
+    """`count` rows of `replica_id` with LSNs first_lsn..lsn are about to go out:
+    they must continue what the replica has of that origin, without a hole before
+    or among them (RelayGapError otherwise)."""
+    sent = relay.sent
+    if sent is None:
+        return
+    last = sent.get(replica_id, 0)
+    if first_lsn > last + 1:
+        raise RelayGapError(replica_id, f"LSN {last} would be followed by LSN {first_lsn}")
+    if lsn - first_lsn >= count:
+        raise RelayGapError(replica_id, f"LSNs {first_lsn}..{lsn} come as {count} rows")
+    if lsn > last:
+        sent[replica_id] = lsn
 
 
 def encode_frames(rows: list[XRow], sync: int) -> bytes:
@@ -549,6 +587,7 @@ def relay_final_join(box, stream, sync: int, start: VClock, stop: VClock) -> Non
     sched = box.sched
     relay = Relay(sched, box, None, stream, sync)
     relay.write_timeout = join_write_timeout(box)
+    relay.sent = dict(start.items())
     cursor = relay_cursor(box, start, sync)
     try:
         while not vclock_covers(cursor.vclock, stop):
@@ -579,6 +618,7 @@ def relay_subscribe(relay: Relay, replica_clock: VClock, version_id: int,
     relay.local_vclock_at_subscribe = box.vclock.copy()
     relay.vclock = replica_clock.copy()
     relay.vclock.reset(0, 0)            # what the replica has: its rows, not our local ones
+    relay.sent = dict(replica_clock.items())
     relay.fiber = sched.current
     relay.cursor = relay_cursor(box, replica_clock, relay.sync)
     try:
@@ -595,6 +635,9 @@ def relay_subscribe(relay: Relay, replica_clock: VClock, version_id: int,
                   relay.message)
         if isinstance(relay.error, TimedOut):
             relay_tell_replica(relay)
+        if isinstance(relay.error, RelayGapError):
+            # no error reply (a 2.6.0 applier would stop for good on it): EOF
+            raise ConnectionAbortedError(relay.message)
         raise relay.error
 
 

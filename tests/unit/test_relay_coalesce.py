@@ -416,3 +416,52 @@ def test_a_bad_packet_after_acks_stops_after_they_are_processed(sched, tmp_path)
         relay_process_acks(relay, VClock({1: 2}))
     assert relay.box.replicaset.acks == [{1: 5}]
     relay.cursor.tail.detach()
+
+
+# --------------------------------------------------------------- no holes sent
+
+@pytest.mark.parametrize("encoded", [False, True], ids=["rows", "spans"])
+def test_a_relay_refuses_to_send_past_rows_its_cursor_skipped(sched, tmp_path, encoded):
+    """Issue 21's loss in the relay's own terms: the tail got 14..15 before 11..13
+    (batches out of the WAL's order), the cursor takes 14..15 and would skip 11..13
+    as sent. The relay refuses instead of sending a hole: RelayGapError, nothing
+    sent; a relay fed in order sends everything and moves its `sent` vclock."""
+    def feed(relay, batches):
+        tail = relay.cursor.tail
+        for rows, clock in batches:
+            tail.append(rows, clock, [encode_row(row) for row in rows] if encoded else None)
+        txs = relay.cursor.read()
+        return b"".join(relay_tx_frames(relay, one, True, None) for one in txs)
+
+    early, late = (tx(1, 11, 3), VClock({1: 13})), (tx(1, 14, 2), VClock({1: 15}))
+    relay = make_relay(sched, tmp_path / "in-order")
+    relay.cursor.vclock, relay.sent = VClock({1: 10}), {1: 10}
+    assert feed(relay, [early, late]) == b"".join(
+        row.encode_frame(0) for row in early[0] + late[0])
+    assert relay.sent == {1: 15}
+    relay.cursor.tail.detach()
+
+    relay = make_relay(sched, tmp_path / "out-of-order")
+    relay.cursor.vclock, relay.sent = VClock({1: 10}), {1: 10}
+    with pytest.raises(relay_module.RelayGapError,
+                       match="instance 1: LSN 10 would be followed by LSN 14"):
+        feed(relay, [late, early])
+    assert relay.rows_sent == 0 and relay.sent == {1: 10}
+    relay.cursor.tail.detach()
+
+
+def test_rows_one_by_one_and_runs_with_a_hole_inside_are_refused(sched, tmp_path):
+    relay = make_relay(sched, tmp_path)
+    relay.sent = {1: 4}
+    with pytest.raises(relay_module.RelayGapError, match="LSN 4 would be followed by LSN 6"):
+        relay_tx_frames(relay, [insert(1, 6)], True, None)
+    run, out = WireRun(0), []
+    for one in (tx(1, 5, 2), tx(1, 8, 1)):          # 5, 6, then 8: 7 missing inside
+        run.add(one, [encode_row(row) for row in one], out)
+    run.flush(out)
+    with pytest.raises(relay_module.RelayGapError, match=r"LSNs 5\.\.8 come as 3 rows"):
+        relay_tx_frames(relay, out[0], True, None)
+    assert relay.sent == {1: 4}
+    relay_tx_frames(relay, tx(1, 5, 3), True, None)
+    assert relay.sent == {1: 7}
+    relay.cursor.tail.detach()
