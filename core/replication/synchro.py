@@ -42,17 +42,19 @@ def box_clear_synchro_queue(box) -> None:
     former owner's CONFIRM/ROLLBACK 2 × replication_synchro_timeout to arrive, then
     confirm what a quorum of the live peers has and roll back the rest.
 
-    2.6.0 does nothing when the limbo is this instance's own; here the same
-    quorum rule decides its entries too — after a restart they have no committer
-    whose timeout would ever decide them (2.6.0 leaves them forever)."""
+    On the limbo's owner it does nothing, as in 2.6.0: the owner's pending
+    transactions are decided by their quorum or by their committers' timeouts,
+    never by this call — nor are ones recovered after a restart, which stay
+    pending until ACKs bring their quorum (2.6.0 leaves them so too)."""
     limbo = box.limbo
     if not box.configured or box.wal is None or limbo.txn_limbo_is_empty():
         return
     former = limbo.owner_id
-    if former != box.instance_id:
-        if limbo.txn_limbo_wait_empty(2 * synchro_timeout_of(box)):
-            return
-        if limbo.txn_limbo_is_empty() or limbo.owner_id != former:
-            return
+    if former == box.instance_id:
+        return
+    if limbo.txn_limbo_wait_empty(2 * synchro_timeout_of(box)):
+        return
+    if limbo.txn_limbo_is_empty() or limbo.owner_id != former:
+        return
     confirm_lsn = quorum_confirm_lsn(_acked_lsns(box, former), synchro_quorum_of(box))
     limbo.txn_limbo_force_empty(confirm_lsn)

@@ -1,9 +1,8 @@
 """Synchronous replication under crashes (real Spindle processes, kill -9):
 
 * the master dies after its WAL write and before the CONFIRM: after the restart the
-  limbo holds the transaction (visible, not confirmed: asynchronous writes wait
-  behind it) and box.ctl.clear_synchro_queue() decides it — or the replica's ACK does,
-  when it comes back with the row;
+  limbo holds the transaction (visible, not confirmed) and the replica's ACK decides
+  it, when it comes back with the row;
 * the replica is restarted (cleanly and with kill -9) while the master commits a
   stream of synchronous writes: every write that returned is everywhere, every one
   that failed is nowhere.
@@ -23,37 +22,6 @@ PENDING_INSERT = """local key = ...
 
 def wait_lsn(node, lsn: int) -> None:
     wait_for(lambda: node.vclock().get(1, 0) >= lsn, 10, f"LSN {lsn} in the WAL")
-
-
-def test_master_killed_before_confirm_then_clear_synchro_queue(tmp_path):
-    with Cluster(tmp_path) as cluster:
-        master = start_master(cluster, "spindle", quorum=2, timeout=60)
-        master.eval("box.schema.space.create('plain'):create_index('pk')")
-        lsn = master.vclock()[1] + 1
-        master.eval(PENDING_INSERT, 1)
-        wait_lsn(master, lsn)              # written, waiting for a quorum that never comes
-        master.kill()
-        master.start()
-        assert master.eval("return box.info.synchro.queue") == {"owner": 1, "len": 1}
-        assert master.select("sync") == [[1]]        # no isolation: visible, not confirmed
-        # an asynchronous write waits behind it
-        master.eval("""plain_result = nil
-            require('fiber').create(function()
-                local ok, err = pcall(box.space.plain.insert, box.space.plain, {1})
-                plain_result = ok and 'ok' or err.code
-            end)""")
-        assert master.eval("require('fiber').sleep(0.3) return plain_result") is None
-        master.eval("box.ctl.clear_synchro_queue()")
-        # no replica has the row: nothing reaches the quorum, everything is rolled back
-        assert synchro_queue_len(master) == 0
-        assert master.eval("return plain_result") == 217
-        assert master.select("sync") == [] and master.select("plain") == []
-        assert [row[0] for row in synchro_rows(master)] == ["ROLLBACK"]
-        assert synchro_rows(master)[0][3:] == (1, lsn)
-        master.restart()                   # the ROLLBACK recovers too
-        assert master.select("sync") == [] and synchro_queue_len(master) == 0
-        assert master.eval("box.cfg{replication_synchro_quorum = 1} "
-                           "return box.space.sync:insert{2}") == [2]
 
 
 def test_master_killed_before_confirm_then_the_replica_ack_confirms(tmp_path):

@@ -26,6 +26,7 @@ from spindle.core.box.limbo_txn import LimboWaiters, _enter, limbo_commit
 from spindle.core.iproto.constants import GroupId
 from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.iproto.xrow import XRow
+from spindle.core.replication.synchro import box_clear_synchro_queue
 
 OWNER = 1
 TIMEOUT = ErrorCode.ER_SYNC_QUORUM_TIMEOUT
@@ -164,6 +165,8 @@ class FakeBox:
     limbo: TxnLimbo
     wal: FakeWal
     checkpoint_gate: FakeGate = field(default_factory=FakeGate)
+    instance_id: int = OWNER
+    configured: bool = True
 
     def journal_write(self, rows):
         self.wal.write_rows(rows)
@@ -249,6 +252,11 @@ def set_cfg(at, **values):
     return event(at, action)
 
 
+def clear_synchro_queue(at):
+    """box.ctl.clear_synchro_queue() on this instance, the limbo's owner."""
+    return event(at, lambda w: box_clear_synchro_queue(w.box))
+
+
 def run(world, *steps, until=1000.0):
     for step in steps:
         step(world)
@@ -311,6 +319,13 @@ SCENARIOS = [
     Scenario("the timeout shortened by box.cfg applies to waiting entries",
              [commit(0, "s1"), set_cfg(2.0, timeout=0.5)],
              {"s1": TIMEOUT}, [("ROLLBACK", OWNER, 1)], timeout=100.0),
+    Scenario("clear_synchro_queue on the owner leaves a pending entry to its timeout",
+             [commit(0, "s1"), commit(0.1, "a2", sync=False), clear_synchro_queue(2.0)],
+             {"s1": TIMEOUT, "a2": ROLLED}, [("ROLLBACK", OWNER, 1)],
+             [("a2", "rollback"), ("s1", "rollback")]),
+    Scenario("clear_synchro_queue on the owner leaves a pending entry to its quorum",
+             [commit(0, "s1"), clear_synchro_queue(2.0), ack(3.0, 2, 1)],
+             {"s1": "ok"}, [("CONFIRM", OWNER, 1)]),
 ]
 
 
@@ -322,6 +337,18 @@ def test_scenario(case):
     if case.decided is not None:
         assert world.decided == case.decided
     assert world.limbo.txn_limbo_is_empty()
+
+
+def test_clear_synchro_queue_on_the_owner_decides_nothing():
+    """2.6.0's box_clear_synchro_queue returns at once on the limbo's owner: the
+    entry keeps waiting until its own timeout (write 0..1, wait 1..6, ROLLBACK
+    6..7), as if the call had not been made."""
+    world = make_world(quorum=2, timeout=5.0, wal_delay=1.0)
+    cleared_at = []
+    run(world, commit(0, "s1"), clear_synchro_queue(2.0),
+        event(2.0, lambda w: cleared_at.append((w.sim.now, w.limbo.len))))
+    assert cleared_at == [(2.0, 1)]
+    assert world.finished_at["s1"] == pytest.approx(7.0)
 
 
 def test_early_ack_is_counted_when_the_lsn_arrives():
