@@ -460,16 +460,6 @@ class TxnLimbo:
             self.wake_entry(entry)      # committers re-read their timeout too
         self.broadcast()
 
-    def count_own_write(self, lsn: int) -> None:
-        """After recovery, the owner's entries found in its own WAL have its ACK
-        (their rows are on its disk); 2.6.0 counts none, so a restarted master
-        waited forever — or crashed confirming them."""
-        for entry in self.queue:
-            if entry.wait_ack and entry.lsn != -1 and entry.lsn <= lsn:
-                entry.ack_count = max(entry.ack_count, 1)
-        if lsn > self.vclock.get(self.owner_id, 0):
-            self.vclock[self.owner_id] = lsn
-
     def info(self) -> dict:
         """box.info.synchro.queue (2.7.3+ shape)."""
         return {"owner": self.owner_id, "len": len(self.queue)}

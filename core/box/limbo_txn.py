@@ -10,9 +10,11 @@
   the master are applied when they arrive (`apply_synchro_row`), before their own
   write, as 2.6.0's applier does.
 * Recovery: xlog transactions enter the limbo the same way, CONFIRM/ROLLBACK rows in
-  the xlog decide them; what stays undecided stays in the limbo after the restart.
-  An owner's entries found in its own WAL have its own ACK (their rows are on its
-  disk) and are confirmed as soon as the quorum is there again.
+  the xlog decide them; what stays undecided stays in the limbo after the restart,
+  with no ACK counted — not even the owner's own write, as in 2.6.0: the restart
+  writes no CONFIRM or ROLLBACK. ACKs that arrive later count as for any entry (an
+  ACK of a newer LSN, the owner's own write of a new transaction included, covers
+  it), and a quorum of them confirms it.
 * A rolled-back transaction is undone in the engine at once (newest first) and its
   rows, in the WAL already, are cancelled by the ROLLBACK row that follows them.
 * Checkpoints: limbo_checkpoint.py.
@@ -283,16 +285,17 @@ def recover_tx(box, txn: Any, rows: list[XRow]) -> None:
 
 
 def limbo_after_recovery(box) -> None:
-    """The WAL runs: entries of this instance found in its WAL count its ACK, and
-    are confirmed at once if that is a quorum (quorum 1)."""
+    """The WAL runs. This instance's own entries left undecided by the xlog stay
+    pending as they are: the restart decides nothing (2.6.0 neither counts its
+    own write as their ACK nor writes CONFIRM/ROLLBACK for them), so a quorum 1
+    at restart, or one replica's ACK with quorum 2, does not confirm what never
+    had its quorum."""
     limbo = box.limbo
     own = box.instance_id
     if not limbo.queue or not own or limbo.owner_id != own:
         return
     log.info("%d synchronous transactions of this instance are not confirmed yet",
              sum(1 for entry in limbo.queue if entry.wait_ack))
-    limbo.count_own_write(box.vclock.get(own))
-    limbo.txn_limbo_on_parameters_change()
 
 
 def synchro_info(box) -> dict:

@@ -1,47 +1,16 @@
-"""Synchronous replication under crashes (real Spindle processes, kill -9):
-
-* the master dies after its WAL write and before the CONFIRM: after the restart the
-  limbo holds the transaction (visible, not confirmed) and the replica's ACK decides
-  it, when it comes back with the row;
-* the replica is restarted (cleanly and with kill -9) while the master commits a
-  stream of synchronous writes: every write that returned is everywhere, every one
-  that failed is nowhere.
-The long randomized history is test_qsync_history.py.
+"""Synchronous replication under crashes (real Spindle processes, kill -9): the
+replica is restarted (cleanly and with kill -9) while the master commits a stream
+of synchronous writes: every write that returned is everywhere, every one that
+failed is nowhere.
+The master dying before its CONFIRM, beside Tarantool 2.6.0, is
+test_qsync_limbo_owner.py; the long randomized history is test_qsync_history.py.
 """
 from __future__ import annotations
 
 from ..integration.cluster import Cluster, same_vclocks, wait_for
 from .qsync_support import (
-    start_master, start_replica, synchro_queue_len, synchro_rows, wait_downstream,
-    wait_follow,
+    start_master, start_replica, synchro_queue_len, wait_downstream, wait_follow,
 )
-
-PENDING_INSERT = """local key = ...
-    require('fiber').create(function() pcall(box.space.sync.insert, box.space.sync, {key}) end)"""
-
-
-def wait_lsn(node, lsn: int) -> None:
-    wait_for(lambda: node.vclock().get(1, 0) >= lsn, 10, f"LSN {lsn} in the WAL")
-
-
-def test_master_killed_before_confirm_then_the_replica_ack_confirms(tmp_path):
-    with Cluster(tmp_path) as cluster:
-        master = start_master(cluster, "spindle", quorum=3, timeout=60)
-        replica = start_replica(cluster, "spindle", master)
-        wait_downstream(master)
-        lsn = master.vclock()[1] + 1
-        master.eval(PENDING_INSERT, 1)
-        wait_for(lambda: replica.select("sync") == [[1]], 10, "the row on the replica")
-        assert synchro_queue_len(replica) == 1
-        master.kill()
-        master.cfg["replication_synchro_quorum"] = 2
-        master.start()
-        # the own write plus the replica's ACK on reconnection make the quorum
-        wait_for(lambda: synchro_queue_len(master) == 0, 20, "the CONFIRM")
-        wait_for(lambda: synchro_queue_len(replica) == 0, 20, "the CONFIRM on the replica")
-        assert master.select("sync") == replica.select("sync") == [[1]]
-        assert ("CONFIRM", 1) == synchro_rows(master)[-1][:2]
-        assert synchro_rows(master)[-1][3:] == (1, lsn)
 
 
 def test_replica_restarts_during_a_stream_of_sync_writes(tmp_path):

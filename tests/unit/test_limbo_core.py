@@ -22,7 +22,8 @@ import pytest
 
 from spindle.core.box.limbo import (CONFIRM, ROLLBACK, LimboEntry, TxnLimbo,
                                     quorum_confirm_lsn)
-from spindle.core.box.limbo_txn import LimboWaiters, _enter, limbo_commit
+from spindle.core.box.limbo_txn import (LimboWaiters, _enter, limbo_after_recovery,
+                                        limbo_commit)
 from spindle.core.iproto.constants import GroupId
 from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.iproto.xrow import XRow
@@ -520,15 +521,53 @@ def test_force_empty_confirms_the_quorum_part_and_rolls_back_the_rest():
                        ("s4", "rollback")]
 
 
-def test_recovered_own_entries_count_the_own_write():
-    limbo, decided, written = replica_limbo(instance_id=1)
-    entry = limbo.txn_limbo_append(1, "s8", wait_ack=True)
-    limbo.txn_limbo_assign_lsn(entry, 8)
-    limbo.count_own_write(9)
-    limbo.txn_limbo_on_parameters_change()          # quorum 2: one ACK is not enough
-    assert written == []
-    limbo.txn_limbo_ack(2, 8)
-    assert written == [(CONFIRM, 1, 8)] and decided == [("s8", "commit")]
+# ------------------------------------------- own entries after a restart
+# 2.6.0 recovers this instance's unconfirmed transactions into the limbo with no
+# ACK at all (its own write is not counted) and the restart writes nothing for
+# them; ACKs arriving later count as for any entry.
+
+def recovered_world(quorum, lsn=8) -> World:
+    """A restarted owner whose xlog ends with its unconfirmed transaction `r<lsn>`."""
+    world = make_world(quorum=quorum)
+    world.wal.lsn = lsn
+    row = XRow(type=2, replica_id=OWNER, lsn=lsn)
+    _enter(world.box, FakeTxn(f"r{lsn}", True), [row])
+    limbo_after_recovery(world.box)
+    return world
+
+
+@pytest.mark.parametrize("quorum", [1, 2])
+def test_a_restart_confirms_nothing(quorum):
+    world = recovered_world(quorum)
+    run(world, set_cfg(1.0, quorum=1))       # not even a quorum of 1 later on
+    assert world.wal.synchro == [] and world.decided == []
+    assert world.limbo.info() == {"owner": OWNER, "len": 1}
+
+
+def test_a_recovered_entry_needs_a_whole_quorum_of_acks():
+    world = recovered_world(quorum=2)
+    run(world, ack(1.0, 2, 8))
+    assert world.wal.synchro == [] and world.limbo.len == 1     # one ACK of two
+    run(world, ack(2.0, 3, 8))
+    assert world.wal.synchro == [("CONFIRM", OWNER, 8)]
+    assert world.decided == [("r8", "commit")] and world.limbo.txn_limbo_is_empty()
+
+
+def test_a_new_own_write_acks_the_recovered_entry_too():
+    """The owner's own write of a new transaction is an ACK of every LSN below it
+    (2.6.0 counts it so — and then crashes waking the recovered entry's committer,
+    which it no longer has); here both commit."""
+    world = recovered_world(quorum=2)
+    run(world, ack(1.0, 2, 8), commit(2.0, "s9"), ack(6.0, 2, 9))
+    assert world.wal.synchro == [("CONFIRM", OWNER, 8), ("CONFIRM", OWNER, 9)]
+    assert world.decided == [("r8", "commit"), ("s9", "commit")]
+    assert world.results == {"s9": "ok"}
+
+
+def test_clear_synchro_queue_leaves_recovered_entries_pending():
+    world = recovered_world(quorum=2)
+    run(world, clear_synchro_queue(1.0), ack(2.0, 2, 8))
+    assert world.wal.synchro == [] and world.limbo.len == 1
 
 
 @pytest.mark.parametrize("lsns, quorum, expected", [
