@@ -7,6 +7,8 @@ for warnings and worse), the level letter and the message.
 
 The current fiber is found through a provider set by the fiber scheduler, and lines go
 to a sink function so the console can print them above the line being edited.
+box.cfg{log = 'file'} makes the sink a `LogFile`, which SIGHUP and log.rotate() reopen
+by name (`rotate`), as logrotate expects.
 """
 from __future__ import annotations
 
@@ -71,7 +73,8 @@ def format_line(lvl: int, message: str, where: str | None = None,
     millis = int((now % 1) * 1000)
     if threading.current_thread() is threading.main_thread():
         fid, fname = _fiber_provider()
-        origin = f"main/{fid}/{fname}"
+        # Tarantool names only the cord for its scheduler fiber (id 1): "main C> ..."
+        origin = f"main/{fid}/{fname}" if fid != 1 else "main"
     else:
         origin = threading.current_thread().name
     location = f" {where}" if where else ""
@@ -110,3 +113,82 @@ def verbose(message: str, *args) -> None:
 
 def debug(message: str, *args) -> None:
     say(DEBUG, message, *args)
+
+
+class LogFile:
+    """The sink of box.cfg{log = 'path'}: lines appended to a file that `reopen` opens
+    again by its name, so that after logrotate renamed the file away the log goes on
+    in a fresh one. The path is made absolute at once: box.cfg may change the working
+    directory (work_dir) after the log is opened."""
+
+    def __init__(self, path: str):
+        self.path = os.path.abspath(path)
+        self.file = self._open()
+
+    def _open(self):
+        # O_APPEND | O_CREAT with Tarantool's mode (rw-r-----, less the umask)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o640)
+        return open(fd, "a", buffering=1, encoding="utf-8", errors="replace")
+
+    def __call__(self, line: str) -> None:
+        try:
+            self.file.write(line + "\n")
+        except (OSError, ValueError):
+            pass   # a full disk must never take the instance down
+
+    def reopen(self) -> None:
+        """Raises OSError when the file can't be opened; the old one is kept then."""
+        fresh = self._open()
+        with _lock:           # writers hold it: none is between the swap and the close
+            old, self.file = self.file, fresh
+        old.close()
+
+    def close(self) -> None:
+        with _lock:
+            self.file.close()
+
+
+_log_file: LogFile | None = None
+
+
+def open_file(path: str) -> LogFile:
+    """Send the log to the file `path` from now on (box.cfg's static `log` option)."""
+    global _log_file
+    log_file = LogFile(path)
+    close_file()
+    _log_file = log_file
+    set_sink(log_file)
+    return log_file
+
+
+def close_file() -> None:
+    """Stop logging to the file, if any: lines go to stderr again."""
+    global _log_file
+    log_file, _log_file = _log_file, None
+    if log_file is not None:
+        if _sink is log_file:
+            set_sink(None)
+        log_file.close()
+
+
+def rotate() -> threading.Thread | None:
+    """SIGHUP and log.rotate(): reopen the log file by its name. As in Tarantool the
+    open happens in a helper thread named "coio" (a slow file system must not stall
+    the tx thread) and its line goes to the new file; the caller does not wait.
+    Returns that thread, or None when the log is not a file (nothing to reopen)."""
+    log_file = _log_file
+    if log_file is None:
+        return None
+    thread = threading.Thread(target=_reopen, args=(log_file,), name="coio", daemon=True)
+    thread.start()
+    return thread
+
+
+def _reopen(log_file: LogFile) -> None:
+    try:
+        log_file.reopen()
+    except OSError as exc:
+        say(SYSERROR, "SystemError logrotate can't open %s: %s", log_file.path,
+            exc.strerror or exc)
+        return
+    info("log file has been reopened")

@@ -168,8 +168,7 @@ class BoxStorage:
         if self.started:
             self.box.stop()
         if self._log_file is not None:
-            log.set_sink(None)
-            self._log_file.close()
+            log.close_file()
             self._log_file = None
 
     def _set_checkpoint_interval(self, value) -> None:
@@ -195,15 +194,7 @@ class BoxStorage:
         if work_dir:      # as in Tarantool, a relative log path is in work_dir
             target = os.path.join(work_dir, target)
             os.makedirs(work_dir, exist_ok=True)
-        log_file = open(target, "a", buffering=1, encoding="utf-8", errors="replace")
-        self._log_file = log_file
-
-        def sink(line: str) -> None:
-            try:
-                log_file.write(line + "\n")
-            except (OSError, ValueError):
-                pass
-        log.set_sink(sink)
+        self._log_file = log.open_file(target)   # SIGHUP / log.rotate() reopen it
 
 
 def _system_error(exc: OSError) -> BoxError:

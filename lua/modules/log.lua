@@ -47,5 +47,5 @@ function log.level(level)
     return native.level()
 end
 log.pid = native.pid
-log.rotate = function() end   -- the stderr sink has nothing to reopen
+log.rotate = function() native.rotate() end   -- as SIGHUP: a log file is reopened
 return log

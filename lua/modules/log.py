@@ -18,12 +18,19 @@ def _set_level(level) -> None:
         raise BoxError(f"log.level(): unknown level {level!r}")
 
 
+def _rotate() -> None:
+    """log.rotate(): what SIGHUP does; the reopen runs in a helper thread, as in
+    Tarantool: it may not be done yet when log.rotate() returns."""
+    log.rotate()
+
+
 def build(runtime: LuaRuntime):
     natives = {
         "level": lambda: log.level,
         "set_level": _set_level,
         "say": lambda level, message, where=None: log.say(level, message, where=where),
         "pid": os.getpid,
+        "rotate": _rotate,
     }
     chunk = runtime.load(read_source("modules/log.lua"), "@log.lua")
     levels = runtime.to_lua({name: value for name, value in log.LEVEL_NAMES.items()})
