@@ -29,6 +29,7 @@ import argparse
 import fcntl
 import json
 import os
+import signal
 import socket
 import sys
 import time
@@ -240,6 +241,8 @@ def _launcher_class():
                     status = super().run()
                 finally:
                     log.set_sink(previous)   # the process is ending: stderr again
+            if self.stop_signal == signal.SIGINT and not self.console_started:
+                status = 130   # Ctrl-C before the console was up: the shell's status
             if self.failure is None and not self.console_started and status != 0:
                 self.failure = f"{self.first.name} failed to start"
             return 1 if self.failure is not None and status == 0 else status

@@ -3,12 +3,12 @@
 Exit rules, as Tarantool's: a script that raises ends the process at once with status
 1 and the Lua traceback on stderr; os.exit(n) ends it with n; otherwise the process
 lives while fibers, listeners or timers do; leaving the console (Ctrl-D, \\quit) exits.
+SIGTERM and SIGINT end it with status 0 (signals.py has the signals).
 """
 from __future__ import annotations
 
 import gc
 import os
-import signal
 import sys
 import threading
 
@@ -16,6 +16,7 @@ from spindle.core.iproto.errors import BoxError
 from spindle.lua.instance import Instance
 
 from .recovery_bar import RecoveryBar
+from .signals import InstanceSignals
 from .spark_progress import SparkProgressBar
 
 
@@ -41,10 +42,16 @@ class Launcher:
         storage.box.on_recovery_progress.append(self._recovery_bar)
         self._spark_bar = SparkProgressBar()
         storage.spark.progress_hooks.append(self._spark_bar)
+        self.signals = InstanceSignals(self.instance)
+
+    @property
+    def stop_signal(self) -> int | None:
+        """SIGTERM or SIGINT when one of them ended the instance."""
+        return self.signals.stop_signal
 
     def run(self) -> int:
         status = 0
-        previous = signal.signal(signal.SIGTERM, self._on_sigterm)
+        self.signals.install()
         try:
             self.sched.run(self._main, name="main")
         except KeyboardInterrupt:
@@ -56,18 +63,11 @@ class Launcher:
         finally:
             self.sched.shutdown(timeout=2.0)
             self._stop_box()
-            signal.signal(signal.SIGTERM, previous)
+            self.signals.restore()
         if self.instance.exit_code is not None:
             status = self.instance.exit_code
         sys.stdout.flush()
         return status
-
-    def _on_sigterm(self, signum, frame) -> None:
-        """SIGTERM ends the instance gracefully, as Tarantool's does: the loop stops,
-        fibers are cancelled and the WAL is closed with its EOF marker."""
-        if self.instance.exit_code is None:
-            self.instance.exit_code = 0
-        self.sched.call_soon_threadsafe(self.sched.stop)
 
     def _stop_box(self) -> None:
         """Close the WAL (EOF marker, the next xlog named by the final vclock) and

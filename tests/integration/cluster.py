@@ -97,6 +97,7 @@ class Node:
         self.port = port or free_port()
         self.cfg = dict(cfg or {})
         self.extra_lua = extra_lua
+        self.preexec_fn: Callable[[], Any] | None = None   # run in the child before exec
         self.proc: subprocess.Popen | None = None
         self._conn: tarantool.Connection | None = None
         self._log = None
@@ -125,7 +126,8 @@ class Node:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen([binary, "init.lua"], cwd=self.workdir,
                                      stdin=subprocess.DEVNULL, stdout=self._log,
-                                     stderr=subprocess.STDOUT, env=env)
+                                     stderr=subprocess.STDOUT, env=env,
+                                     preexec_fn=self.preexec_fn)
         if wait:
             self.wait_ready()
         return self
@@ -133,14 +135,17 @@ class Node:
     def wait_ready(self, timeout: float = READY_TIMEOUT) -> "Node":
         """Until the instance answers an eval (box.cfg has returned)."""
         def ready():
+            # a process that exited ends the wait at once (wait_for retries errors)
             if self.proc is not None and self.proc.poll() is not None:
-                raise AssertionError(f"{self.name} exited with {self.proc.returncode}:\n"
-                                     + self.output())
+                return "exited"
             return self.eval("return box.info.status ~= 'loading'")
         try:
-            wait_for(ready, timeout, f"{self.name} to be ready")
+            result = wait_for(ready, timeout, f"{self.name} to be ready")
         except AssertionError as exc:
             raise AssertionError(f"{exc}\n--- {self.name} output:\n{self.output()}") from None
+        if result == "exited":
+            raise AssertionError(f"{self.name} exited with {self.proc.returncode}:\n"
+                                 + self.output())
         return self
 
     def output(self) -> str:
