@@ -1,0 +1,273 @@
+"""What must hold on a replica set once every fault is healed.
+
+`check(nodes, ...)` first waits (with a deadline) until the vclocks of all nodes are
+equal and every upstream follows (failing at once if one is `stopped`), then looks:
+
+* data: every user space has the same tuples on every node;
+* upstreams: none is `stopped` (box.info.replication[*].upstream.status);
+* acknowledged writes: every key the clients saw acknowledged is on every node;
+* LSNs: for every node's own rows (replica id = its id) in its xlogs, every other
+  node's xlogs hold the same (replica id, LSN) rows with the same type and body, and
+  none that the author lacks — above the other node's snapshot, which holds what it
+  got by JOIN. An LSN hole here, with equal vclocks, is what issue 21 looked like: a
+  relay skipped rows and the replica's vclock caught up anyway.
+
+The result is a `Report`: counts for the reliability table and the problems as text
+for the test's assertion.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgpack
+
+from spindle.core.vclock import VClock
+from spindle.core.xlog.files import XlogReader, list_files, read_meta
+
+from ..integration.cluster import Node, wait_for
+
+CONVERGE_TIMEOUT = 120.0
+PAGE = 20_000
+SHOWN = 10            # keys or LSNs quoted per problem
+
+_PAGE_LUA = """
+local name, after, limit = ...
+local space = box.space[name]
+if after == nil then return space:select({}, {limit = limit}) end
+return space:select({after}, {iterator = 'GT', limit = limit})
+"""
+_USER_SPACES_LUA = """
+local names = {}
+for _, s in box.space._space:pairs({512}, {iterator = 'GE'}) do
+    if box.space[s[3]] ~= nil and box.space[s[3]].index[0] ~= nil then
+        table.insert(names, s[3])
+    end
+end
+table.sort(names)
+return names
+"""
+_UPSTREAMS_LUA = """
+local out = {}
+for id, r in pairs(box.info.replication) do
+    if r.upstream ~= nil then
+        table.insert(out, {id, r.upstream.status, r.upstream.message or box.NULL})
+    end
+end
+return out
+"""
+
+
+@dataclass
+class Report:
+    nodes: list[str]
+    acked: int = 0
+    missing: dict[str, int] = field(default_factory=dict)      # acknowledged keys absent
+    holes: dict[str, int] = field(default_factory=dict)        # LSNs absent from xlogs
+    stopped: int = 0                                           # upstreams `stopped`
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def describe(self) -> str:
+        return "\n".join(self.problems) if self.problems else "all invariants hold"
+
+
+# ------------------------------------------------------------------ waiting
+
+def upstreams(node: Node) -> list[tuple[int, str, str | None]]:
+    return [tuple(row) for row in node.eval(_UPSTREAMS_LUA)]
+
+
+class StoppedUpstream(AssertionError):
+    pass
+
+
+def converge(nodes: list[Node], timeout: float = CONVERGE_TIMEOUT) -> None:
+    """Until all vclocks are equal and every upstream follows; an upstream that is
+    `stopped` ends the wait at once (nothing restarts it by itself)."""
+    def settled():
+        for node in nodes:
+            for peer, status, message in upstreams(node):
+                if status == "stopped":
+                    return f"{node.name}: upstream {peer} stopped: {message}"
+                if status != "follow":
+                    return False
+        clocks = [node.vclock() for node in nodes]
+        return all(clock == clocks[0] for clock in clocks) and "settled"
+
+    try:
+        result = wait_for(settled, timeout, "equal vclocks and every upstream following")
+    except AssertionError as exc:
+        state = "; ".join(f"{node.name} vclock {node.vclock()} upstreams {upstreams(node)}"
+                          for node in nodes)
+        raise AssertionError(f"{exc}: {state}") from None
+    if result != "settled":
+        raise StoppedUpstream(result)
+
+
+# ---------------------------------------------------------------------- data
+
+def rows_of(node: Node, space: str) -> list[tuple]:
+    """All tuples of a space, by pages in primary-key order (unsigned keys)."""
+    rows: list[tuple] = []
+    after = None
+    while True:
+        page = node.eval(_PAGE_LUA, space, after, PAGE) or []
+        rows.extend(tuple(row) for row in page)
+        if len(page) < PAGE:
+            return rows
+        after = page[-1][0]
+
+
+def user_spaces(node: Node) -> list[str]:
+    return list(node.eval(_USER_SPACES_LUA) or [])
+
+
+# ---------------------------------------------------------------------- xlogs
+
+def xlog_rows(workdir: Path) -> tuple[dict[tuple[int, int], tuple], list[str]]:
+    """{(replica id, lsn): (type, body)} of every readable row in the node's xlogs
+    (a torn tail ends a file; a corrupt block — a flipped byte — is skipped, as with
+    force_recovery), and the conflicts: one (replica id, LSN) with two contents."""
+    rows: dict[tuple[int, int], tuple] = {}
+    conflicts: list[str] = []
+    for entry in list_files(str(workdir), ".xlog"):
+        with XlogReader(entry.path, force_recovery=True) as reader:
+            for row in reader.rows():
+                if row.replica_id == 0:          # local rows are not replicated
+                    continue
+                body = (msgpack.unpackb(row.body, raw=True, strict_map_key=False)
+                        if row.body else None)
+                key = (row.replica_id, row.lsn)
+                content = (row.type, _hashable(body))
+                if key in rows and rows[key] != content:
+                    conflicts.append(f"{Path(entry.path).name}: {key} written twice, "
+                                     "with different contents")
+                rows[key] = content
+    return rows, conflicts
+
+
+def _hashable(value):
+    if isinstance(value, dict):
+        return tuple(sorted(((_hashable(k), _hashable(v)) for k, v in value.items()), key=repr))
+    if isinstance(value, list):
+        return tuple(_hashable(v) for v in value)
+    return value
+
+
+def snapshot_vclock(workdir: Path) -> VClock:
+    """The newest snapshot's vclock: rows up to it came by JOIN, not by the xlogs."""
+    snaps = list_files(str(workdir), ".snap")
+    return read_meta(snaps[-1].path).vclock if snaps else VClock()
+
+
+def _ranges(lsns: list[int]) -> str:
+    """LSNs as compact ranges: 12-15, 19."""
+    out, start, prev = [], None, None
+    for lsn in sorted(lsns):
+        if start is None:
+            start = prev = lsn
+        elif lsn == prev + 1:
+            prev = lsn
+        else:
+            out.append(f"{start}-{prev}" if prev != start else str(start))
+            start = prev = lsn
+    if start is not None:
+        out.append(f"{start}-{prev}" if prev != start else str(start))
+    return ", ".join(out[:SHOWN]) + (" ..." if len(out) > SHOWN else "")
+
+
+def lsn_problems(logs: dict[str, tuple[int, Path]]) -> tuple[list[str], dict[str, int]]:
+    """Compare the xlogs of nodes {name: (instance id, data dir)}: for each author, its
+    own rows against every other node's rows of its id, above both snapshots. Returns
+    the problems and, per node, how many of the authors' LSNs its xlogs lack."""
+    problems: list[str] = []
+    holes = {name: 0 for name in logs}
+    rows, bounds = {}, {}
+    for name, (_, workdir) in logs.items():
+        rows[name], conflicts = xlog_rows(workdir)
+        bounds[name] = snapshot_vclock(workdir)
+        problems.extend(f"{name}: {text}" for text in conflicts)
+    for author, (rid, _) in logs.items():
+        own = {key: content for key, content in rows[author].items() if key[0] == rid}
+        for name in logs:
+            if name == author:
+                continue
+            floor = max(bounds[name].get(rid), bounds[author].get(rid))
+            theirs = {key: content for key, content in rows[name].items()
+                      if key[0] == rid and key[1] > floor}
+            mine = {key: content for key, content in own.items() if key[1] > floor}
+            absent = sorted(key[1] for key in mine.keys() - theirs.keys())
+            extra = sorted(key[1] for key in theirs.keys() - mine.keys())
+            differ = sorted(key[1] for key in mine.keys() & theirs.keys()
+                            if mine[key] != theirs[key])
+            holes[name] += len(absent)
+            if absent:
+                problems.append(f"{name}: {len(absent)} LSNs of {author} (id {rid}) missing "
+                                f"from its xlogs: {_ranges(absent)}")
+            if extra:
+                problems.append(f"{name}: {len(extra)} rows of id {rid} that {author} never "
+                                f"wrote: LSN {_ranges(extra)}")
+            if differ:
+                problems.append(f"{name}: {len(differ)} rows of id {rid} differ from "
+                                f"{author}'s: LSN {_ranges(differ)}")
+    return problems, holes
+
+
+def check_lsns(nodes: list[Node], report: Report) -> None:
+    problems, holes = lsn_problems({node.name: (node.info("id"), node.workdir)
+                                    for node in nodes})
+    report.problems.extend(problems)
+    for name, count in holes.items():
+        report.holes[name] = report.holes.get(name, 0) + count
+
+
+# -------------------------------------------------------------------- check
+
+def check(nodes: list[Node], acked: dict[str, set] | None = None,
+          timeout: float = CONVERGE_TIMEOUT) -> Report:
+    """Wait for convergence, then every invariant; `acked` maps a space to the keys
+    clients saw acknowledged in it."""
+    report = Report([node.name for node in nodes])
+    try:
+        converge(nodes, timeout)
+    except StoppedUpstream:
+        pass                       # each stopped upstream is reported below
+    except AssertionError as exc:
+        report.problems.append(f"no convergence: {exc}")
+    for node in nodes:
+        for peer, status, message in upstreams(node):
+            if status == "stopped":
+                report.stopped += 1
+                report.problems.append(f"{node.name}: upstream {peer} stopped: {message}")
+    spaces = user_spaces(nodes[0])
+    for node in nodes[1:]:
+        if user_spaces(node) != spaces:
+            report.problems.append(f"{node.name}: spaces {user_spaces(node)} != {spaces}")
+    for space in spaces:
+        contents = {node.name: rows_of(node, space) for node in nodes}
+        reference = set(contents[nodes[0].name])
+        for node in nodes[1:]:
+            mine = set(contents[node.name])
+            if mine != reference:
+                report.problems.append(
+                    f"space {space}: {node.name} lacks {len(reference - mine)} and has "
+                    f"{len(mine - reference)} extra tuples against {nodes[0].name}: "
+                    f"{sorted(reference - mine)[:SHOWN]} / {sorted(mine - reference)[:SHOWN]}")
+        for name, keys in (acked or {}).items():
+            if name != space:
+                continue
+            report.acked += len(keys)
+            for node in nodes:
+                present = {row[0] for row in contents[node.name]}
+                lost = keys - present
+                report.missing[node.name] = report.missing.get(node.name, 0) + len(lost)
+                if lost:
+                    report.problems.append(
+                        f"space {space}: {node.name} lost {len(lost)} acknowledged keys: "
+                        f"{sorted(lost)[:SHOWN]}")
+    check_lsns(nodes, report)
+    return report
