@@ -4,7 +4,6 @@ checks, authentication, read-only refusal, pipelining, re-listening, shutdown.""
 from __future__ import annotations
 
 import asyncio
-import re
 import socket
 import sys
 from pathlib import Path
@@ -134,20 +133,10 @@ def test_read_only(node):
         conn.close()
 
 
-def iproto_stalls(output: str, at_least_ms: int) -> list[str]:
-    """Watchdog reports of request-serving fibers that held the loop that long.
-    (Short stalls are left alone: a loaded test machine makes any fiber look slow.)"""
-    found = []
-    for line in output.splitlines():
-        match = re.search(r"fiber '(iproto[^']*)' \(id \d+\) ran (\d+) ms", line)
-        if match and int(match.group(2)) >= at_least_ms:
-            found.append(line)
-    return found
-
-
 def test_many_pipelined_requests_with_asynctnt(node):
+    """(That the reader gives the loop back between batches of a full socket is
+    counted in test_iproto_server.py, in requests rather than milliseconds.)"""
     import asynctnt
-    before = len(node.output())
 
     async def run():
         conn = asynctnt.Connection(host="127.0.0.1", port=node.port, username="tester",
@@ -171,7 +160,6 @@ def test_many_pipelined_requests_with_asynctnt(node):
         finally:
             await conn.disconnect()
     assert asyncio.run(run()) == 1000
-    assert iproto_stalls(node.output()[before:], 1000) == []
 
 
 def test_relisten_and_shutdown(node):

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.iproto.greeting import decode_greeting
 from spindle.core.iproto.xrow import XRow, pack
+from spindle.core.net import iproto_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "unit"))
 from iproto_fake_executor import (  # noqa: E402
@@ -187,6 +188,45 @@ def test_slow_request_does_not_block_later_ones(srv):
         assert other.call(10, {0x22: "open_gate", 0x21: []})[1][0x30] == [True]
         header, body, _ = slow.read()
         assert header[1] == 1 and body[0x30] == ["opened"]
+
+
+class SelectInPlace(FakeExecutor):
+    nonblocking_select = True     # the reader serves SELECTs itself, as box's does
+
+
+def test_a_full_socket_is_served_in_batches_with_the_loop_between():
+    """Pipelined requests the reader serves itself never hold the loop for more
+    than a batch of _BATCH_MAX: a fiber that yields in a loop meanwhile sees the
+    count of served requests move by at most that much between two of its turns
+    (and move several times). Counted in requests, not in milliseconds."""
+    batch = iproto_server._BATCH_MAX
+    total = 4 * batch + 10
+    with ServerThread(executor_factory=SelectInPlace) as srv:
+        with logged_in(srv.port) as client:
+            conn = srv.call(lambda: next(c for c in srv.server.connections
+                                         if c.session.user.name == "tester"))
+            start = srv.call(lambda: conn.requests_served)
+            seen = []
+
+            def watch():
+                while conn.requests_served < start + total:
+                    seen.append(conn.requests_served - start)
+                    srv.sched.sleep(0)
+                seen.append(conn.requests_served - start)
+
+            watcher = srv.call(lambda: srv.sched.spawn(watch, name="watcher"))
+            client.send(b"".join(
+                packet({0: 1, 1: sync}, {0x10: TEST_SPACE_ID, 0x11: 0, 0x12: 1, 0x13: 0,
+                                         0x14: 0, 0x20: [sync]})
+                for sync in range(1, total + 1)))
+            syncs = {client.read()[0][1] for _ in range(total)}
+            assert syncs == set(range(1, total + 1))
+            srv.wait_for(lambda: watcher.status == "dead", what="the watcher to end")
+            steps = [later - earlier for earlier, later in zip(seen, seen[1:])]
+            assert seen[-1] == total
+            assert max(steps) <= batch, steps
+            assert len({n for n in seen if 0 < n < total}) >= 4, seen
+        assert srv.server.internal_errors == 0
 
 
 def test_net_msg_max_pauses_input():

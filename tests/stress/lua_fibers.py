@@ -83,7 +83,8 @@ def main(seed: int, count: int = 1000) -> dict:
         return runtime.to_py(results[0])
 
     results = instance.sched.run(body)
-    results["stalls"] = len(instance.sched.stalls)
+    # (No stall count here: the forced collections of the scenario take as long as
+    # the machine lets them; the tallies are what shows corruption.)
     results["leftover_fibers"] = len(instance.sched.fibers)
     instance.sched.shutdown(timeout=2.0)
     gc.collect()

@@ -20,7 +20,7 @@ def expected() -> dict:
     ok = [i for i in range(1, COUNT + 1) if i % 11 and i % 13]
     nested = [i for i in range(1, COUNT + 1) if i % 7 == 0 and i % 13]
     return {"ok": len(ok), "failed": len(failed), "cancelled": len(cancelled),
-            "nested": len(nested), "checksum": sum(ok), "stalls": 0, "leftover_fibers": 0}
+            "nested": len(nested), "checksum": sum(ok), "leftover_fibers": 0}
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
