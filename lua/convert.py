@@ -1,7 +1,8 @@
 """Lua values <-> plain Python data, at the boundary (DESIGN §2 rule 4).
 
 Lua -> Python: nil and box.NULL -> None, numbers -> int/float (int64 cdata -> int),
-strings -> str (bytes when not UTF-8), tables -> list or dict by Tarantool's
+strings -> str (bytes that are not UTF-8 as surrogate escapes, as a MsgPack str
+decodes: Tarantool sends and stores every Lua string as one), tables -> list or dict by Tarantool's
 array/map rule, functions -> the lupa function object (only safe when it arrived
 through a wait-request, which anchors it on the main state).
 Python -> Lua: None -> nil at top level and box.NULL inside containers (keeps positions
@@ -60,10 +61,9 @@ class Converter:
         if kind is int or kind is float:
             return value
         if kind is bytes:
-            try:
-                return value.decode()
-            except UnicodeDecodeError:
-                return value
+            # a Lua string is a MsgPack str whatever its bytes (Lua strings are bytes:
+            # uuid:bin() and the like); surrogateescape keeps them byte for byte
+            return value.decode("utf-8", "surrogateescape")
         lua_kind = lupa.lua_type(value)
         if lua_kind == "table":
             return self._table_to_py(value)
@@ -96,18 +96,22 @@ class Converter:
         return {to_py(k): to_py(v) for k, v in table.items()}
 
     def text(self, value: Any) -> str:
-        """tostring(value) as Lua would print it."""
+        """tostring(value) as Lua would print it (bytes that are not UTF-8 kept as
+        surrogate escapes: an error message goes out byte for byte)."""
         if isinstance(value, bytes):
-            return value.decode(errors="replace")
+            return value.decode("utf-8", "surrogateescape")
         rendered = self._tostring(value)
-        return rendered.decode(errors="replace") if isinstance(rendered, bytes) else str(rendered)
+        if isinstance(rendered, bytes):
+            return rendered.decode("utf-8", "surrogateescape")
+        return str(rendered)
 
     # ------------------------------------------------------------- Py -> Lua
 
     def to_lua(self, value: Any) -> Any:
         kind = type(value)
         if kind is str:
-            return value.encode()   # with encoding=None lupa would wrap a str as userdata
+            # with encoding=None lupa would wrap a str as userdata
+            return value.encode("utf-8", "surrogateescape")
         if value is None or kind is bool or kind is float or kind is bytes:
             return value
         if kind is int:
@@ -123,7 +127,7 @@ class Converter:
             return table
         if kind is uuid.UUID:
             return self.make_uuid(value)
-        if kind is decimal.Decimal:
+        if isinstance(value, decimal.Decimal):     # (an ExtDecimal too)
             return self.make_decimal(value)
         return value   # lupa objects and Python objects pass as they are
 

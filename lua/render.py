@@ -215,7 +215,7 @@ class _YamlDumper:
         if text in ("~", "null", "true", "false", "yes", "no") or lua_isnumber(text):
             self._scalar(text, "'")
         elif not printable(text):
-            self._binary(text.encode())
+            self._binary(text.encode("utf-8", "surrogateescape"))
         elif self._tracker is not None and self._tracker.in_flow():
             self._scalar(text, "'")
         elif "\n\n" in text:
@@ -406,7 +406,8 @@ class _LuaDumper:
         elif isinstance(value, (str, bytes, bytearray)):
             node.mask |= _NODE_QUOTE
             node.is_string = True
-            raw = value.encode() if isinstance(value, str) else bytes(value)
+            raw = (value.encode("utf-8", "surrogateescape") if isinstance(value, str)
+                   else bytes(value))
             if isinstance(value, str) and printable(value):
                 key_text = value
                 text = _lua_escape(raw)
@@ -422,7 +423,7 @@ class _LuaDumper:
             node.mask |= _NODE_QUOTE
             node.is_string = True
             key_text = str(value)
-            text = _lua_escape(key_text.encode())
+            text = _lua_escape(key_text.encode("utf-8", "surrogateescape"))
         self._emit_node(node, indent, text, key_text)
 
     def _anchored(self, node: _LuaNode, value: Any, indent: int) -> bool:

@@ -131,9 +131,17 @@ class LuaRuntime:
         if fiber is not None:
             fiber.storage["last_error"] = exc
         if getattr(exc, "lua_plain", False):
-            return str(exc).encode()
+            return str(exc).encode("utf-8", "surrogateescape")
         type_name, code, message = lua_errors.describe(exc)
-        return self._from_python(exc, type_name.encode(), code, message.encode())
+        return self._from_python(exc, type_name.encode("utf-8", "surrogateescape"), code,
+                                 message.encode("utf-8", "surrogateescape"))
+
+    def error_object(self, exc: BaseException):
+        """A box.error object for `exc` as a value (an error a peer sent), without
+        making it the fiber's last error."""
+        type_name, code, message = lua_errors.describe(exc)
+        return self._from_python(exc, type_name.encode("utf-8", "surrogateescape"), code,
+                                 message.encode("utf-8", "surrogateescape"))
 
     # ------------------------------------------------------- exposing Python
 

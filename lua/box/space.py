@@ -173,17 +173,15 @@ class SpaceApi:
         return put_fields, put_fields_in_txn
 
     def _plain_fields(self, fields: tuple) -> tuple:
-        """to_py() of each plain field, inline: only strings change (str, or bytes
-        when they are not UTF-8)."""
+        """to_py() of each plain field, inline: only strings change (to str, bytes
+        that are not UTF-8 as surrogate escapes)."""
         for value in fields:
             if type(value) is bytes:
                 break
         else:
             return fields        # numbers and booleans only: nothing to convert
-        try:
-            return tuple([v.decode() if type(v) is bytes else v for v in fields])
-        except UnicodeDecodeError:
-            return tuple(map(self._to_py, fields))
+        return tuple([v.decode("utf-8", "surrogateescape") if type(v) is bytes else v
+                      for v in fields])
 
     def update(self, space_id, index_id, key, ops):
         space = self._writable(space_id)
