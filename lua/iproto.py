@@ -27,12 +27,14 @@ from decimal import Decimal
 from typing import Any, Callable
 
 import lupa.luajit21 as lupa
-import msgpack
 
 from spindle.core.box.access import VIEW_SOURCE, Access, Priv
 from spindle.core.box.field_types import ext_hook, packb
 from spindle.core.iproto.constants import IprotoKey
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
+from spindle.core.iproto.msgpack_ext import (
+    DECIMAL_ROOM, MP_EXT_DECIMAL, MP_EXT_ERROR, MP_EXT_UUID, RawExt, error_unpack, ext_code,
+)
 from spindle.core.iproto.xrow import DmlRequest, MsgpackRaw
 from spindle.core.net import requests as rq
 from spindle.core.net.executor import IprotoExecutor
@@ -80,7 +82,7 @@ local function resolve(name)
     end
     return fn, object, colon ~= nil
 end
-return function(name, ...)
+local function call(name, ...)
     local fn, object, is_method = resolve(name)
     if fn == nil then
         return false
@@ -90,6 +92,12 @@ return function(name, ...)
     end
     return true, fn(...)
 end
+-- whether call() finds `name` (a table without __call counts: it fails later)
+local function exists(name)
+    local ok, fn = pcall(resolve, name)
+    return not ok or fn ~= nil
+end
+return call, exists
 """
 
 
@@ -121,7 +129,7 @@ class BoxExecutor(IprotoExecutor):
         self._access_provider = access_provider
         self._access: Access | None = None
         self._access_schema = None
-        self._call_by_name = None
+        self._call_by_name = self._call_exists = None
         self._bodies: dict = {}
         # (user, space, privilege) checks that passed, valid while the schema (and
         # so every grant, user and owner) stays as it was, checked by one Access
@@ -287,7 +295,7 @@ class BoxExecutor(IprotoExecutor):
 
     def call(self, session: Session, request: rq.Call) -> list:
         name = request.name
-        args = [_from_wire(arg) for arg in request.args]
+        args = self._lua_args(request.args)
         func = self.box.schema.func_by_name(name)
         if func is not None:
             self.access.check_function(session.euid, func)
@@ -309,12 +317,15 @@ class BoxExecutor(IprotoExecutor):
             values = call16_tuples(values)
         return [MsgpackRaw(packb(value)) for value in values]
 
-    def _run_function(self, name: str, func, args: list) -> tuple:
+    def _run_function(self, name: str, func, args: list | BoxError) -> tuple:
         if func.language.upper() != "LUA":
             raise ClientError(ErrorCode.ER_UNSUPPORTED, "Spindle",
                               f"{func.language} functions")
         if func.body:
-            return self._guarded(lambda: self.runtime.call(self._compiled(func), *args))
+            compiled = self._compiled(func)
+            if isinstance(args, BoxError):
+                raise args
+            return self._guarded(lambda: self.runtime.call(compiled, *args))
         return self._run_global(name, args)
 
     def _compiled(self, func):
@@ -329,10 +340,16 @@ class BoxExecutor(IprotoExecutor):
                 "return " + func.body, "=" + func.name)()
         return compiled
 
-    def _run_global(self, name: str, args: list) -> tuple:
+    def _run_global(self, name: str, args: list | BoxError) -> tuple:
         if self._call_by_name is None:
-            self._call_by_name = self.runtime.load(_CALL_LUA, "=call")()
-        results = self._guarded(lambda: self.runtime.call(self._call_by_name, name, *args))
+            self._call_by_name, self._call_exists = self.runtime.load(_CALL_LUA, "=call")()
+        if isinstance(args, BoxError):
+            # 2.6.0 finds the function before it decodes the arguments
+            if self.runtime.invoke(self._call_exists, name)[0]:
+                raise args
+            results = ()
+        else:
+            results = self._guarded(lambda: self.runtime.call(self._call_by_name, name, *args))
         if not results or results[0] is not True:
             encoded = name.encode("utf-8", "surrogateescape")
             raise ClientError(ErrorCode.ER_NO_SUCH_PROC, len(encoded), name)
@@ -340,13 +357,50 @@ class BoxExecutor(IprotoExecutor):
 
     def eval(self, session: Session, request: rq.Eval) -> list:
         self.access.check_universe(session.euid, Priv.X)
-        args = [_from_wire(arg) for arg in request.args]
+        args = self._lua_args(request.args)
 
         def run() -> tuple:
             chunk = self.runtime.load(request.expr.encode("utf-8", "surrogateescape"), "=eval")
+            if isinstance(args, BoxError):
+                raise args          # (a syntax error comes first, as in 2.6.0)
             return self.runtime.call(chunk, *args)
         results = self._guarded(run)
         return [MsgpackRaw(packb(_to_wire(self.runtime.to_py(value)))) for value in results]
+
+    def _lua_args(self, args: list) -> list | BoxError:
+        """CALL/EVAL arguments as Lua gets them, or the error 2.6.0's luamp_decode
+        raises on the first extension Lua cannot hold (returned: it is raised
+        where 2.6.0 decodes the arguments, after finding the function)."""
+        values = [_from_wire(arg) for arg in args]
+        for value in values:
+            if type(value) not in _PLAIN:
+                try:
+                    return [self._lua_arg(value) for value in values]
+                except BoxError as exc:
+                    return exc
+        return values
+
+    def _lua_arg(self, value: Any) -> Any:
+        kind = type(value)
+        if kind is list or kind is tuple:
+            return [self._lua_arg(item) for item in value]
+        if kind is dict:
+            return {self._lua_arg(k): self._lua_arg(v) for k, v in value.items()}
+        if isinstance(value, Decimal):
+            if len(value.as_tuple().digits) > DECIMAL_ROOM:     # more than Lua holds
+                raise proc_lua_error("msgpack.decode: invalid MsgPack")
+            return value
+        code = ext_code(value)
+        if code is None:
+            return value
+        if code in (MP_EXT_DECIMAL, MP_EXT_UUID):      # one its payload does not make
+            raise proc_lua_error("msgpack.decode: invalid MsgPack")
+        if code == MP_EXT_ERROR:
+            err = error_unpack(value.data)
+            if err is None:
+                raise proc_lua_error("Can not parse an error from MsgPack")
+            return self.runtime.error_object(err)
+        raise proc_lua_error(f"Unsuported MsgPack extension type: {code & 0xFFFFFFFF}")
 
     def _guarded(self, run: Callable[[], tuple]) -> tuple:
         """Run Lua for a request: Lua errors become ER_PROC_LUA, and a transaction
@@ -452,7 +506,7 @@ def _from_wire(value: Any) -> Any:
         return [_from_wire(item) for item in value]
     if kind is dict:
         return {_from_wire(k): _from_wire(v) for k, v in value.items()}
-    if kind is msgpack.ExtType:
+    if kind is RawExt:
         return ext_hook(value.code, value.data)
     return value
 
@@ -471,9 +525,16 @@ def _to_wire(value: Any) -> Any:
     if kind is list or kind is tuple:
         return [_to_wire(item) for item in value]
     if kind is dict:
+        raised = value.get("_py")
+        if isinstance(raised, BoxError):      # a box.error object made from it
+            return raised.message
         return {_to_wire(k): _to_wire(v) for k, v in value.items()}
-    if isinstance(value, (uuid_module.UUID, Decimal, msgpack.ExtType, bytearray)):
+    if isinstance(value, (uuid_module.UUID, Decimal, RawExt, bytearray)):
         return value
+    if isinstance(value, BoxError):
+        # an error object (pcall's, a peer's): with error marshaling off, as 2.6.0
+        # has it by default, its message
+        return value.message
     lua_kind = lupa.lua_type(value)
     if lua_kind is not None:
         raise proc_lua_error(f"unsupported Lua type '{lua_kind}'")

@@ -2,7 +2,8 @@
 
 Python value model (what a MsgPack decoder hands us): int, float, str (decoded with
 `surrogateescape`, so any byte string survives), bytes (MsgPack bin), bool, None (nil),
-list, dict, uuid.UUID (ext 2) and decimal.Decimal (ext 1).
+list, dict, uuid.UUID (ext 2) and decimal.Decimal (ext 1); any other extension, a
+malformed decimal or uuid included, stays a RawExt (see msgpack_ext).
 
 Facts from src/box/field_def.c and src/box/tuple_compare.cc of the 2.6.0 tag, checked
 against the binary:
@@ -35,6 +36,12 @@ from functools import lru_cache
 from typing import Any, Callable
 
 import msgpack
+
+from spindle.core.iproto.msgpack_ext import (  # noqa: F401 - box code imports them here
+    DECIMAL_MAX_DIGITS, MP_EXT_DECIMAL, MP_EXT_UUID, RawExt, decimal_pack,
+    decimal_unpack, ext_code, ext_hook, malformed_ext, needs_exact, unpack_exact,
+)
+
 
 
 class FieldType(str, enum.Enum):
@@ -107,18 +114,52 @@ def _is_scalar(v: Any) -> bool:
     return isinstance(v, (bool, str, bytes, bytearray, float, decimal.Decimal)) or is_integer(v)
 
 
+def ext_fits(ftype: str, code: int) -> bool:
+    """field_mp_type_is_compatible() for an extension kept raw (msgpack_ext), by its
+    type code alone, with the C shift it makes: `1 << code` keeps the low five bits
+    of the code on x86-64, so 2.6.0 takes ext 33 as a decimal, 34 as a uuid, and
+    `any` refuses 0, 32, 64 and 96 as it refuses MP_UNKNOWN_EXTENSION (0); no typed
+    field takes a negative type. Fields outside the format are not checked at all."""
+    if code < 0:
+        return False
+    bit = code & 31
+    if ftype == "any":
+        return bit != 0
+    if ftype in ("number", "scalar", "decimal"):
+        return bit == MP_EXT_DECIMAL
+    if ftype == "uuid":
+        return bit == MP_EXT_UUID
+    return False
+
+
+def _ext_check(ftype: str, check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    """`check`, or for an extension kept raw (msgpack_ext) its type code's fit."""
+    def fits(v: Any) -> bool:
+        if check(v):
+            return True
+        code = ext_code(v)
+        return code is not None and ext_fits(ftype, code)
+    return fits
+
+
+def _any_fits(v: Any) -> bool:
+    """`any` takes every value but extensions of types 0, 32, 64, 96 and negative."""
+    code = ext_code(v)
+    return code is None or ext_fits("any", code)
+
+
 _CHECKS: dict[FieldType, Callable[[Any], bool]] = {
-    FieldType.ANY: lambda v: True,
+    FieldType.ANY: _any_fits,
     FieldType.UNSIGNED: is_uint,
     FieldType.STRING: _is_str,
-    FieldType.NUMBER: is_number,
+    FieldType.NUMBER: _ext_check("number", is_number),
     FieldType.DOUBLE: lambda v: isinstance(v, float),
     FieldType.INTEGER: is_integer,
     FieldType.BOOLEAN: lambda v: isinstance(v, bool),
     FieldType.VARBINARY: _is_bin,
-    FieldType.SCALAR: _is_scalar,
-    FieldType.DECIMAL: lambda v: isinstance(v, decimal.Decimal),
-    FieldType.UUID: lambda v: isinstance(v, uuid.UUID),
+    FieldType.SCALAR: _ext_check("scalar", _is_scalar),
+    FieldType.DECIMAL: _ext_check("decimal", lambda v: isinstance(v, decimal.Decimal)),
+    FieldType.UUID: _ext_check("uuid", lambda v: isinstance(v, uuid.UUID)),
     FieldType.ARRAY: lambda v: isinstance(v, (list, tuple)),
     FieldType.MAP: lambda v: isinstance(v, dict),
 }
@@ -269,8 +310,11 @@ MAX_KEY = _MaxKey()
 
 
 def _num_key(v):
-    if type(v) is float and v != v:
+    kind = type(v)
+    if kind is float and v != v:
         return NAN_KEY
+    if kind is RawExt:         # a decimal 2.6.0 cannot read: it would crash here
+        raise malformed_ext()
     if isinstance(v, decimal.Decimal) and v.is_nan():
         return NAN_KEY
     return v
@@ -285,7 +329,13 @@ def _bin_key(v) -> bytes:
 
 
 def _uuid_key(v: uuid.UUID) -> bytes:
-    return v.bytes
+    if type(v) is uuid.UUID:
+        return v.bytes
+    # an extension kept raw: 2.6.0 compares the 16 bytes after its header, and its
+    # hint (the payload) agrees with that only for a 16-byte payload
+    if type(v) is RawExt and len(v.data) == 16:
+        return v.data
+    raise malformed_ext()
 
 
 def _identity(v):
@@ -376,6 +426,8 @@ def _scalar_key_func(str_key: Callable) -> Callable:
             return (RANK_BIN, bytes(v))
         if isinstance(v, uuid.UUID):
             return (RANK_UUID, v.bytes)
+        if type(v) is RawExt:      # a decimal 2.6.0 cannot read: it would crash here
+            raise malformed_ext()
         raise TypeError(f"not a scalar: {type(v).__name__}")
     return key
 
@@ -416,55 +468,17 @@ def compare(ftype: FieldType, a: Any, b: Any, *, collation: str | None = None) -
 
 
 # ---------------------------------------------------------------------------
-# MsgPack: sizes and the ext types 2.6.0 knows (1 decimal, 2 uuid).
-
-MP_EXT_DECIMAL = 1
-MP_EXT_UUID = 2
-DECIMAL_MAX_DIGITS = 38
-
-
-def decimal_pack(value: decimal.Decimal) -> bytes:
-    """decimal_pack(): scale as a MsgPack int, then packed BCD with a sign nibble."""
-    sign, digits, exponent = value.as_tuple()
-    if not isinstance(exponent, int):
-        raise ValueError("NaN and Infinity cannot be packed as a Tarantool decimal")
-    scale = -exponent
-    head = msgpack.packb(scale)
-    nibbles = list(digits) + [0x0D if sign else 0x0C]
-    if len(nibbles) % 2:
-        nibbles.insert(0, 0)
-    body = bytes((nibbles[i] << 4) | nibbles[i + 1] for i in range(0, len(nibbles), 2))
-    return head + body
-
-
-def decimal_unpack(data: bytes) -> decimal.Decimal:
-    unpacker = msgpack.Unpacker()
-    unpacker.feed(data)
-    scale = unpacker.unpack()
-    rest = data[unpacker.tell():]
-    nibbles = []
-    for b in rest:
-        nibbles.extend((b >> 4, b & 0x0F))
-    sign_nibble = nibbles.pop()
-    digits = tuple(nibbles) or (0,)
-    sign = 1 if sign_nibble in (0x0B, 0x0D) else 0
-    return decimal.Decimal((sign, digits, -scale))
-
+# MsgPack: the ext types 2.6.0 knows (1 decimal, 2 uuid; the rest kept raw, see
+# msgpack_ext) and sizes.
 
 def ext_default(value: Any) -> msgpack.ExtType:
+    if type(value) is RawExt:
+        return value.packable()
     if isinstance(value, uuid.UUID):
         return msgpack.ExtType(MP_EXT_UUID, value.bytes)
     if isinstance(value, decimal.Decimal):
         return msgpack.ExtType(MP_EXT_DECIMAL, decimal_pack(value))
     raise TypeError(f"cannot serialize {type(value).__name__}")
-
-
-def ext_hook(code: int, data: bytes) -> Any:
-    if code == MP_EXT_UUID and len(data) == 16:
-        return uuid.UUID(bytes=data)
-    if code == MP_EXT_DECIMAL:
-        return decimal_unpack(data)
-    return msgpack.ExtType(code, data)
 
 
 _packers = threading.local()     # a Packer keeps state while it packs: one per thread
@@ -517,6 +531,12 @@ def tuple_bsize(value: Any) -> int:
 
 
 def unpackb(data: bytes) -> Any:
+    """One stored value (a tuple, a key) as box keeps it."""
+    if needs_exact(data):
+        value, end = unpack_exact(data, 0, None, ext_hook)
+        if end != len(data):
+            raise ValueError("extra data after a MsgPack value")
+        return value
     return msgpack.unpackb(data, raw=False, strict_map_key=False, ext_hook=ext_hook,
                            unicode_errors="surrogateescape")
 

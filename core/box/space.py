@@ -190,10 +190,14 @@ class Space:
                 key_parts.add(no)
         width = max(list(types) + list(nullable), default=-1) + 1
         checks = []
+        declared = len(self._format)
         for no in range(width):
             ftype = types.get(no, FieldType.ANY)
             is_nullable = nullable.get(no, True)
-            checks.append(None if ftype is FieldType.ANY else (ftype, is_nullable))
+            # a field the format names is checked even as `any` (which refuses some
+            # extension types); one it does not name takes everything
+            checks.append(None if ftype is FieldType.ANY and no >= declared
+                          else (ftype, is_nullable))
         while checks and checks[-1] is None:
             checks.pop()
         self._set_checks(checks, sorted(no for no, n in nullable.items() if not n))

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from spindle.core.box.field_types import INT64_MIN, UINT64_MAX, is_uint
+from spindle.core.iproto.msgpack_ext import MP_EXT_DECIMAL, ext_code
 from spindle.core.iproto.errors import ClientError, ErrorCode
 
 UPDATE_OP_COUNT_MAX = 4000
@@ -149,6 +150,11 @@ def _decode_op(op_num: int, raw_op: Any, index_base: int,
         op.args = (count,)
     elif opcode in "+-":
         if not _is_arith_value(args[0]):
+            if ext_code(args[0]) == MP_EXT_DECIMAL:
+                # a decimal 2.6.0 cannot unpack leaves its reader inside the
+                # operation, short of the end of the operations
+                raise ClientError(ErrorCode.ER_ILLEGAL_PARAMS,
+                                  "can't unpack update operations")
             raise _arg_type_error(op, "a number")
         op.args = (args[0],)
     elif opcode in "&|^":
@@ -215,6 +221,11 @@ def arith(op: UpdateOp, left: Any, right: Any) -> Any:
         a, b = _to_decimal(left), _to_decimal(right)
         if a is None or b is None:
             raise _arg_type_error(op, "a number convertible to decimal")
+        if len(a.as_tuple().digits) > 38 or len(b.as_tuple().digits) > 38:
+            # an operand longer than the context loses digits: decNumber's status
+            # 2.6.0 reports as an overflow
+            raise ClientError(ErrorCode.ER_UPDATE_DECIMAL_OVERFLOW, op.opcode,
+                              op.field_str())
         try:
             return _DECIMAL_CONTEXT.add(a, b) if sign > 0 else _DECIMAL_CONTEXT.subtract(a, b)
         except decimal.DecimalException:

@@ -29,6 +29,9 @@ from spindle.core.iproto.constants import (
     GroupId, IprotoFlag, IprotoKey, IprotoType, MpType,
 )
 from spindle.core.iproto.errors import ClientError, ErrorCode
+from spindle.core.iproto.msgpack_ext import (
+    MsgpackDecodeError, RawExt, needs_exact, raw_ext, unpack_exact,
+)
 
 _UINT64_MAX = (1 << 64) - 1
 _pack_u16 = struct.Struct(">H").pack
@@ -192,15 +195,33 @@ UINT_WIDE_MARKERS = frozenset((0xCC, 0xCD, 0xCE, 0xCF))
 
 def pack(value: Any) -> bytes:
     """MsgPack as Tarantool expects it: str for text, bin for bytes; strings
-    decoded with surrogateescape come back byte-identical."""
-    return msgpack.packb(value, use_bin_type=True, unicode_errors="surrogateescape")
+    decoded with surrogateescape and extensions kept raw come back byte-identical."""
+    return msgpack.packb(value, use_bin_type=True, unicode_errors="surrogateescape",
+                         default=_pack_raw_ext)
+
+
+def _pack_raw_ext(value: Any) -> Any:
+    if type(value) is RawExt:
+        return value.packable()
+    if type(value) is int:          # what the packer says without a `default`
+        raise OverflowError("Integer value out of range")
+    raise TypeError(f"can not serialize {type(value).__name__!r} object")
 
 
 def unpack(raw: bytes, what: str = "packet body", ext_hook: Callable | None = None) -> Any:
     """Decode one complete MsgPack value; any defect is ER_INVALID_MSGPACK `what`.
     `ext_hook` turns MsgPack extensions into values (the box passes its own, so
-    uuid and decimal fields of stored rows come back as uuid and Decimal)."""
-    hook = ext_hook or msgpack.ExtType         # msgpack's own default
+    uuid and decimal fields of stored rows come back as uuid and Decimal); without
+    it stay RawExt, negative types and timestamps (ext -1) included."""
+    hook = ext_hook or raw_ext                 # extensions kept as they came
+    if needs_exact(raw):
+        try:
+            value, end = unpack_exact(raw, 0, None, hook)
+        except MsgpackDecodeError as exc:
+            raise invalid_msgpack(what) from exc
+        if end != len(raw):
+            raise invalid_msgpack(what)
+        return value
     try:
         return msgpack.unpackb(raw, raw=False, strict_map_key=False,
                                unicode_errors="surrogateescape", ext_hook=hook)
@@ -471,12 +492,14 @@ def decode_dml_packet(packet: bytes, ext_hook: Callable | None = None
     if rtype not in DML_WRITE_TYPES or pos >= len(packet):
         return None
     body = packet[pos:]
+    if needs_exact(body):
+        return None
     try:
         if ((rtype == _INSERT or rtype == _REPLACE) and body[:3] == _PUT_BODY_HEAD
                 and body[5:6] == _TUPLE_KEY):
             tup = msgpack.unpackb(body[6:], raw=False, strict_map_key=False,
                                   unicode_errors="surrogateescape",
-                                  ext_hook=ext_hook or msgpack.ExtType)
+                                  ext_hook=ext_hook or raw_ext)
             if type(tup) is not list:
                 return None
             request = PutRequest(rtype, (body[3] << 8) | body[4], tup)
@@ -484,7 +507,7 @@ def decode_dml_packet(packet: bytes, ext_hook: Callable | None = None
             request = dml_request_from_map(
                 msgpack.unpackb(body, raw=False, strict_map_key=False,
                                 unicode_errors="surrogateescape",
-                                ext_hook=ext_hook or msgpack.ExtType), rtype)
+                                ext_hook=ext_hook or raw_ext), rtype)
     except Exception:   # noqa: BLE001 - whatever it is, the strict path says it
         return None
     row.body = body
@@ -622,10 +645,12 @@ def decode_relay_put_frame(buf: bytes | bytearray, pos: int, ext_hook: Callable 
     if lsn < least_lsn or stop > len(buf):
         return None
     packet = bytes(buf[pos + 5:stop])
+    if needs_exact(packet, tuple_at):
+        return None
     try:
         tup = msgpack.unpackb(packet[tuple_at:], raw=False, strict_map_key=False,
                               unicode_errors="surrogateescape",
-                              ext_hook=ext_hook or msgpack.ExtType)
+                              ext_hook=ext_hook or raw_ext)
     except Exception:   # noqa: BLE001 - whatever it is, the strict path says it
         return None
     if type(tup) is not list:

@@ -26,6 +26,7 @@ from spindle.core.iproto.constants import (
     IPROTO_BODY_LEN_MAX, IPROTO_KEY_MAX, IPROTO_KEY_TYPE, IprotoKey, IprotoType, MpType,
 )
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
+from spindle.core.iproto.msgpack_ext import MsgpackDecodeError, needs_exact, raw_ext, unpack_exact
 from spindle.core.iproto.xrow import (
     MP_TYPE_OF_BYTE, MsgpackError, MsgpackRaw, _decode_uint, mp_next, XRow, pack,
 )
@@ -186,7 +187,14 @@ def _decode_header(data, end: int) -> tuple[dict, int]:
 
 def _decode_body(data, pos: int, end: int, sync: int) -> tuple[Any, int]:
     view = memoryview(data)[pos:end]
-    kwargs = dict(raw=False, strict_map_key=False, unicode_errors="surrogateescape")
+    if needs_exact(data, pos):
+        # ext -1, which the C unpacker would make a Timestamp or refuse
+        try:
+            return unpack_exact(data, pos, end)
+        except MsgpackDecodeError:
+            pass
+    kwargs = dict(raw=False, strict_map_key=False, unicode_errors="surrogateescape",
+                  ext_hook=raw_ext)
     try:
         try:
             return msgpack.unpackb(view, **kwargs), end

@@ -23,6 +23,7 @@ from spindle.core.iproto.constants import (
     IprotoType, MpType,
 )
 from spindle.core.iproto.errors import ClientError, ErrorCode
+from spindle.core.iproto.msgpack_ext import needs_exact, raw_ext
 from spindle.core.iproto.xrow import (
     UINT_WIDE_MARKERS, XRow, decode_dml_body, decode_uint, pack,
 )
@@ -400,10 +401,10 @@ def decode_request_fast(raw: bytes) -> Request | None:
                 body = None if pos == len(raw) else raw[pos:]
                 return Ping(XRow(rtype, body, 0, 0, 0.0, 0, 0, True, sync, schema))
             return None
-        if pos >= len(raw):
+        if pos >= len(raw) or needs_exact(raw, pos):
             return None
         body = msgpack.unpackb(memoryview(raw)[pos:], raw=False, strict_map_key=False,
-                               unicode_errors="surrogateescape")
+                               unicode_errors="surrogateescape", ext_hook=raw_ext)
     except Exception:   # noqa: BLE001 - the general path says what is wrong
         return None
     if type(body) is not dict:

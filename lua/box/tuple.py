@@ -22,7 +22,9 @@ from typing import Any
 
 from spindle.core.box.field_types import mp_sizeof
 from spindle.core.box.update import update_tuple, upsert_tuple
+from spindle.core.iproto.msgpack_ext import RawExt
 
+from ..convert import decimal_parts
 from ..errors import LuaError
 from ..runtime import LuaRuntime, read_source
 
@@ -98,8 +100,12 @@ class TupleBridge:
         if kind is uuid.UUID:
             return self._make_uuid(v)
         if isinstance(v, decimal.Decimal):
+            if decimal_parts(v) is None:
+                # more digits than a decimal_t holds (2.6.0 keeps them past its
+                # buffer): left as it is, so it goes back byte for byte
+                return v
             return self.runtime.convert.make_decimal(v)
-        return v
+        return v        # an extension 2.6.0 keeps raw: back as it came
 
     # ------------------------------------------------------------- Lua -> Python
 
@@ -146,8 +152,8 @@ def _check_encodable(value: Any) -> None:
             _check_encodable(key)
             _check_encodable(item)
         return
-    if isinstance(value, (uuid.UUID, decimal.Decimal)):
-        return
+    if isinstance(value, (uuid.UUID, decimal.Decimal, RawExt)):
+        return      # (an extension 2.6.0 keeps as it came: back as it came)
     raise LuaError(f"unsupported Lua type '{_lua_type_name(value)}'")
 
 
