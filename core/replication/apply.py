@@ -23,7 +23,9 @@ apply_row and the join streams of replication.rst).
   back to what is written.
 
 A row that cannot be decoded raises StreamError: the stream, not the data, is broken,
-and the applier reconnects instead of stopping for good.
+and the applier reconnects instead of stopping for good. So does a row holding a value
+no index can order (ER_INVALID_MSGPACK: a decimal 2.6.0 cannot read, where a 2.6.0
+replica would crash); its transaction is rolled back whole.
 """
 from __future__ import annotations
 
@@ -122,6 +124,11 @@ class SnapshotRows:
                     if space is None or space.id != space_id:
                         space = engine.space(space_id)
                     space.insert(tup)
+            except ClientError as exc:
+                txns.rollback()
+                if exc.code == ErrorCode.ER_INVALID_MSGPACK:    # as in _apply_rows
+                    raise StreamError(exc) from exc
+                raise
             except BaseException:
                 txns.rollback()
                 raise
@@ -268,6 +275,10 @@ def _apply_rows(box, txn, statements: list[Statement], rows: list[XRow],
                     else:
                         execute_logged(txn, space, request)
                 except ClientError as exc:
+                    if exc.code == ErrorCode.ER_INVALID_MSGPACK:
+                        # a value no index can order (a decimal 2.6.0 cannot
+                        # read): the row cannot be read, the stream is at fault
+                        raise StreamError(exc) from exc
                     if exc.code != ErrorCode.ER_TUPLE_FOUND or not skip_conflict:
                         raise
                     journal_rows = _skip_conflict(rows, journal_rows, i, exc)
