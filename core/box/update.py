@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from spindle.core.box.field_types import INT64_MIN, UINT64_MAX, is_uint
-from spindle.core.iproto.msgpack_ext import MP_EXT_DECIMAL, ext_code
+from spindle.core.iproto.msgpack_ext import MP_EXT_DECIMAL, decimal_unpack_zeroed, ext_code
 from spindle.core.iproto.errors import ClientError, ErrorCode
 
 UPDATE_OP_COUNT_MAX = 4000
@@ -243,7 +243,11 @@ def _apply_scalar(op: UpdateOp, old: Any) -> Any:
     code = op.opcode
     if code in "+-":
         if not _is_arith_value(old):
-            raise _arg_type_error(op, "a number")
+            # a decimal 2.6.0 cannot read counts as what its decimal_t holds then
+            old = (decimal_unpack_zeroed(old.data) if ext_code(old) == MP_EXT_DECIMAL
+                   else None)
+            if old is None:
+                raise _arg_type_error(op, "a number")
         return arith(op, old, op.args[0])
     if code in "&|^":
         if not is_uint(old):

@@ -148,6 +148,22 @@ def decimal_unpack(data: bytes) -> decimal.Decimal | None:
     return value
 
 
+def decimal_unpack_zeroed(data: bytes) -> decimal.Decimal | None:
+    """What a decimal_t holds after 2.6.0's decimal_unpack read `data`: its value,
+    or 0 where decPackedToNumber refused the digits (it zeroes the number first);
+    None where the scale was refused before that and the decimal_t keeps whatever
+    it held (update arithmetic then works on garbage)."""
+    value = decimal_unpack(data)
+    if value is not None:
+        return value
+    scale = _scale(data) if data else None
+    if scale is None or scale[0] > DECIMAL_MAX_DIGITS or scale[0] <= -DECIMAL_MAX_DIGITS:
+        return None
+    if scale[1] >= len(data) and data[scale[1] - 1] & 0x0F > 9:
+        return None     # no digits, and the scale's byte read as a sign: past the value
+    return decimal.Decimal(0)
+
+
 def decimal_pack(value: decimal.Decimal) -> bytes:
     """decimal_pack(): scale as a MsgPack int, then packed BCD with a sign nibble
     (an ExtDecimal: the payload it came with)."""
