@@ -10,7 +10,9 @@ code and message.
   longer form, unknown, negative and timestamp (-1) types: stored where 2.6.0 stores
   them and refused where it refuses them, with its errors; CALL/EVAL arguments get
   the errors of its Lua decoder;
-* everything stored survives a snapshot and a restart byte for byte.
+* everything stored survives a snapshot and a restart byte for byte;
+* the console prints such strings as 2.6.0 does (YAML !!binary, Lua output, JSON and
+  MsgPack encodings, errors carrying them).
 
 Requests that crash 2.6.0 (an index over a decimal it cannot read) are not sent to
 it: tests/unit/test_msgpack_ext.py covers Spindle's refusal of those.
@@ -29,7 +31,7 @@ import pytest
 from spindle.core.box.field_types import packb
 from spindle.core.iproto.msgpack_ext import raw_ext, unpack_exact
 
-from .oracle import SPINDLE, tarantool_binary
+from .oracle import SPINDLE, console_both, tarantool_binary
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "integration"))
 from box_process import BoxProcess  # noqa: E402
@@ -335,3 +337,40 @@ def test_the_server_keeps_serving(tmp_path, binary):
         client.close()
     finally:
         node.stop()
+
+
+CONSOLE = r"""box.cfg{log_level = 1}
+s = box.schema.space.create('s', {format = {{'id', 'unsigned'}, {'v', 'string'}}})
+_ = s:create_index('pk')
+u = require('uuid').fromstr('6ba7b810-9dad-11d1-80b4-00c04fd430c8')
+s:insert{1, u:bin()}
+s:insert{2, '\xff\xfe'}
+s:insert{3, 'ok \xc3('}
+s:select{}
+require('json').encode(s:get{2})
+require('json').encode({'\xff', '\xc3\xa9'})
+require('yaml').encode(s:get{1})
+require('msgpack').encode(s:get{2})
+'\xff'
+{'\xff', k = '\xfe'}
+{['\xff'] = 1}
+box.tuple.new{'\xff'}
+tostring(box.tuple.new{'\xff'})
+error('\xff')
+box.error{reason = '\xff', code = 5}
+pcall(error, '\xff\xfe')
+#s:get{1}[2], s:get{1}[2] == u:bin()
+require('uuid').frombin(s:get{1}[2])
+s:update({2}, {{':', 2, 1, 1, '\xe2'}})
+s:get{2}[2]:byte(1, -1)
+\set output lua
+s:select{}
+'\xff'
+{'\xff'}
+"""
+
+
+def test_the_console_prints_them(tmp_path):
+    real, ours = console_both(CONSOLE, tmp_path)
+    assert ours == real
+    assert any("!!binary //4=" in document for document in real)
