@@ -203,6 +203,7 @@ class Nemesis:
 
     def __post_init__(self):
         self._done = threading.Event()
+        self._finished = threading.Event()
         self._thread: threading.Thread | None = None
         self._paused: set[str] = set()
 
@@ -232,6 +233,11 @@ class Nemesis:
             if not node.alive():
                 node.start()
 
+    def wait_finished(self, timeout: float) -> bool:
+        """Until every event has been applied and undone (restarts take their time,
+        so the schedule may end after its nominal length); False at the deadline."""
+        return self._finished.wait(timeout)
+
     def _run(self) -> None:
         try:
             for event in self.events:
@@ -241,10 +247,13 @@ class Nemesis:
         except BaseException as exc:      # noqa: BLE001 - re-raised by stop()
             self.error = exc
             self.log.append(f"error: {exc!r}")
+        finally:
+            self._finished.set()
 
     def _apply(self, event: Event) -> None:
         """Do the event, hold it for its duration (cut short by stop()), undo it."""
         rng = random.Random(event.seed)
+        began = time.monotonic()
         note = str(event)
         if event.fault in LINK_FAULTS:
             proxies = (list(self.links.values()) if event.target == ALL_LINKS
@@ -284,7 +293,9 @@ class Nemesis:
                     note += f"; refused without force_recovery: {refusal.split(' E> ', 1)[1]}"
             else:
                 raise AssertionError(f"unknown fault {event.fault}")
-        self.log.append(note)
+        # when it really began and how long it took (restarts wait for readiness)
+        self.log.append(f"{note} [began {began - self._started:.2f}s, "
+                        f"took {time.monotonic() - began:.2f}s]")
 
     def _note_damage(self, damage: Damage | None) -> None:
         if damage is not None:

@@ -1,7 +1,8 @@
 """The fault suite's own tools, without processes: the seeded schedule, the xlog
-damage (a torn tail reads as a torn tail, a flipped byte as a corrupt block), and the
+damage (a torn tail reads as a torn tail, a flipped byte as a corrupt block), the
 LSN comparison (it finds a hole, an extra row, a changed row, and accepts rows a
-node got by JOIN into its snapshot)."""
+node got by JOIN into its snapshot), and the pattern of 2.6.0's gh-5185 (a ROLLBACK
+of a confirmed LSN) told apart from an ordinary rollback."""
 from __future__ import annotations
 
 import random
@@ -10,12 +11,13 @@ from pathlib import Path
 import pytest
 
 from spindle.core.iproto.constants import IprotoType
-from spindle.core.iproto.xrow import XRow, encode_dml_body
+from spindle.core.iproto.xrow import XRow, encode_dml_body, synchro_row
 from spindle.core.vclock import VClock
 from spindle.core.xlog.files import SyncPolicy, XlogReader, XlogWriter
 from spindle.core.xlog.format import FIXHEADER_SIZE, CorruptBlock, XlogMeta, decode_file
 
 from .invariants import lsn_problems
+from .known_bugs import explained_by_gh_5185, gh_5185_rows
 from .nemesis import ALL_LINKS, flip_byte, make_schedule, tear_tail
 
 UUID = "11111111-1111-4111-8111-111111111111"
@@ -141,3 +143,31 @@ def test_master_master_compares_each_authors_rows(tmp_path):
                                     "b": (2, node_dir(tmp_path, "b", b))})
     assert holes == {"a": 0, "b": 1}
     assert problems == ["b: 1 LSNs of a (id 1) missing from its xlogs: 2"]
+
+
+# ------------------------------------------------------------- gh-5185 pattern
+
+def synchro(kind: int, lsn: int, target: int) -> list[XRow]:
+    return [synchro_row(kind, 1, target, replica_id=1, lsn=lsn, timestamp=1000.0 + lsn)]
+
+
+def test_a_rollback_after_the_confirm_of_a_row_is_gh_5185(tmp_path):
+    # 2.6.0: rows 1-2 confirmed (CONFIRM at 3), then a timed-out waiter's ROLLBACK 0
+    txs = [[row(1)], [row(2)], synchro(IprotoType.CONFIRM, 3, 2),
+           synchro(IprotoType.ROLLBACK, 4, 0)]
+    pattern = gh_5185_rows(node_dir(tmp_path, "master", txs), 1)
+    assert pattern == {(512, 1): (1, "v"), (512, 2): (2, "v")}
+    # the replica holds the row and the master's memory does not: explained
+    assert explained_by_gh_5185(pattern, 512, 2, None, (2, "v"))
+    # anything else is not
+    assert not explained_by_gh_5185(pattern, 512, 2, (2, "v"), None)
+    assert not explained_by_gh_5185(pattern, 512, 2, None, (2, "other"))
+    assert not explained_by_gh_5185(pattern, 512, 3, None, (3, "v"))
+
+
+def test_an_ordinary_rollback_is_not_gh_5185(tmp_path):
+    # row 1 confirmed; row 2 rolled back by its own ROLLBACK before any CONFIRM of it;
+    # a CONFIRM after the ROLLBACK does not make it a ROLLBACK of a confirmed row
+    txs = [[row(1)], synchro(IprotoType.CONFIRM, 2, 1), [row(3)],
+           synchro(IprotoType.ROLLBACK, 4, 3), [row(5)], synchro(IprotoType.CONFIRM, 6, 5)]
+    assert gh_5185_rows(node_dir(tmp_path, "master", txs), 1) == {}

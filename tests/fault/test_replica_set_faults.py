@@ -18,6 +18,9 @@ import pytest
 
 from .scenario import Scenario, run
 
+# the connector warns of every connection a fault breaks: expected here
+pytestmark = pytest.mark.filterwarnings("ignore::tarantool.error.NetworkWarning")
+
 SCENARIOS = {
     "set-async-no-faults": Scenario(writers=4, seconds=5),
     "set-sync-no-faults": Scenario(space="sync", writers=16, seconds=3),

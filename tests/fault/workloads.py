@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import threading
+import time
 from dataclasses import dataclass, field
 
 import tarantool
@@ -114,14 +115,22 @@ class SetOutcome:
 
 
 class _SetWriter(_Client):
-    def __init__(self, node: Node, stop: threading.Event, space_id: int, number: int):
+    def __init__(self, node: Node, stop: threading.Event, space_id: int, number: int,
+                 rate: float):
         super().__init__(node, stop, f"set-writer-{number}")
         self.space_id = space_id
         self.next_key = number * KEY_STRIDE + 1
         self.acked: list[int] = []
         self.unknown: list[int] = []
+        self.interval = 1.0 / rate if rate else 0.0
+        self.due = time.monotonic()
 
     def step(self) -> None:
+        if self.interval:
+            # paced: a bounded amount of data whatever the speed of the nodes
+            self.due = max(self.due + self.interval, time.monotonic() - 1.0)
+            if self.stop.wait(max(0.0, self.due - time.monotonic())):
+                return
         key = self.next_key
         self.next_key += 1
         try:
@@ -135,14 +144,16 @@ class _SetWriter(_Client):
 
 class SetWorkload:
     """`writers` threads inserting unique keys into `space` on the `targets`
-    (writer i writes to targets[i % len(targets)])."""
+    (writer i writes to targets[i % len(targets)]); each at most `rate` writes a
+    second when `rate` is set, else as fast as its target answers."""
 
-    def __init__(self, targets: list[Node], space: str, writers: int):
+    def __init__(self, targets: list[Node], space: str, writers: int, rate: float = 0):
         self.targets = targets
         self.space = space
         self.stop_event = threading.Event()
         space_id = targets[0].eval("return box.space[...].id", space)
-        self.writers = [_SetWriter(targets[i % len(targets)], self.stop_event, space_id, i + 1)
+        self.writers = [_SetWriter(targets[i % len(targets)], self.stop_event, space_id, i + 1,
+                                   rate)
                         for i in range(writers)]
 
     def start(self) -> "SetWorkload":
