@@ -19,6 +19,8 @@ from typing import Any
 
 import lupa.luajit21 as lupa
 
+from spindle.core.iproto.msgpack_ext import KeyMap, hashable_key
+
 _DOUBLE_EXACT = 2 ** 53
 _AS_IS = frozenset({int, float, bool, type(None)})    # what to_py() returns unchanged
 DECIMAL_ROOM = 39        # digits a decimal_t holds (lsu[13] of 3 digits)
@@ -93,7 +95,13 @@ class Converter:
         if shape == b"empty":
             return []
         to_py = self.to_py
-        return {to_py(k): to_py(v) for k, v in table.items()}
+        result = {}
+        for k, v in table.items():
+            key = to_py(k)
+            if type(key) is list or type(key) is dict:
+                key = hashable_key(key)     # a table as a key: MsgPack allows it
+            result[key] = to_py(v)
+        return result
 
     def text(self, value: Any) -> str:
         """tostring(value) as Lua would print it (bytes that are not UTF-8 kept as
@@ -118,7 +126,7 @@ class Converter:
             return value if -_DOUBLE_EXACT <= value <= _DOUBLE_EXACT else self._big_int(value)
         if kind is list or kind is tuple:
             return self._table(*[self._element(v) for v in value])
-        if kind is dict:
+        if kind is dict or kind is KeyMap:
             if not value:
                 return self._setmetatable(self._table(), self._map_mt)
             table = self._table()

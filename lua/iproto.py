@@ -33,7 +33,8 @@ from spindle.core.box.field_types import ext_hook, packb
 from spindle.core.iproto.constants import IprotoKey
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
 from spindle.core.iproto.msgpack_ext import (
-    DECIMAL_ROOM, MP_EXT_DECIMAL, MP_EXT_ERROR, MP_EXT_UUID, RawExt, error_unpack, ext_code,
+    DECIMAL_ROOM, MP_EXT_DECIMAL, MP_EXT_ERROR, MP_EXT_UUID, KeyMap, RawExt, error_unpack,
+    ext_code,
 )
 from spindle.core.iproto.xrow import DmlRequest, MsgpackRaw
 from spindle.core.net import requests as rq
@@ -368,12 +369,13 @@ class BoxExecutor(IprotoExecutor):
         return [MsgpackRaw(packb(_to_wire(self.runtime.to_py(value)))) for value in results]
 
     def _lua_args(self, args: list) -> list | BoxError:
-        """CALL/EVAL arguments as Lua gets them, or the error 2.6.0's luamp_decode
-        raises on the first extension Lua cannot hold (returned: it is raised
-        where 2.6.0 decodes the arguments, after finding the function)."""
+        """CALL/EVAL arguments as 2.6.0's luamp_decode gives them to Lua (nil as
+        box.NULL, arrays and maps with their serializer hints), or the error it
+        raises on the first extension Lua cannot hold (returned: it is raised where
+        2.6.0 decodes the arguments, after finding the function)."""
         values = [_from_wire(arg) for arg in args]
         for value in values:
-            if type(value) not in _PLAIN:
+            if type(value) not in _PLAIN or value is None:
                 try:
                     return [self._lua_arg(value) for value in values]
                 except BoxError as exc:
@@ -381,18 +383,25 @@ class BoxExecutor(IprotoExecutor):
         return values
 
     def _lua_arg(self, value: Any) -> Any:
+        convert = self.runtime.convert
         kind = type(value)
+        if value is None:
+            return convert.NULL
         if kind is list or kind is tuple:
-            return [self._lua_arg(item) for item in value]
-        if kind is dict:
-            return {self._lua_arg(k): self._lua_arg(v) for k, v in value.items()}
+            table = convert._table(*[self._lua_arg(item) for item in value])
+            return convert._setmetatable(table, convert.array_mt)
+        if kind is dict or kind is KeyMap:
+            table = convert._table()
+            for key, item in value.items():
+                table[self._lua_arg(key)] = self._lua_arg(item)
+            return convert._setmetatable(table, convert.map_mt)
         if isinstance(value, Decimal):
             if len(value.as_tuple().digits) > DECIMAL_ROOM:     # more than Lua holds
                 raise proc_lua_error("msgpack.decode: invalid MsgPack")
-            return value
+            return convert.to_lua(value)
         code = ext_code(value)
         if code is None:
-            return value
+            return convert.to_lua(value)
         if code in (MP_EXT_DECIMAL, MP_EXT_UUID):      # one its payload does not make
             raise proc_lua_error("msgpack.decode: invalid MsgPack")
         if code == MP_EXT_ERROR:
@@ -505,10 +514,19 @@ def _from_wire(value: Any) -> Any:
     if kind is tuple:
         return [_from_wire(item) for item in value]
     if kind is dict:
-        return {_from_wire(k): _from_wire(v) for k, v in value.items()}
+        return {_key_from_wire(k): _from_wire(v) for k, v in value.items()}
     if kind is RawExt:
         return ext_hook(value.code, value.data)
     return value
+
+
+def _key_from_wire(key: Any) -> Any:
+    """A map key: an array or map key stays hashable (the decoder made it so)."""
+    if type(key) is tuple:
+        return tuple(_key_from_wire(item) for item in key)
+    if type(key) is KeyMap:
+        return KeyMap({_key_from_wire(k): _from_wire(v) for k, v in key.items()})
+    return _from_wire(key)
 
 
 def _to_wire(value: Any) -> Any:
@@ -528,7 +546,7 @@ def _to_wire(value: Any) -> Any:
         raised = value.get("_py")
         if isinstance(raised, BoxError):      # a box.error object made from it
             return raised.message
-        return {_to_wire(k): _to_wire(v) for k, v in value.items()}
+        return {_key_to_wire(k): _to_wire(v) for k, v in value.items()}
     if isinstance(value, (uuid_module.UUID, Decimal, RawExt, bytearray)):
         return value
     if isinstance(value, BoxError):
@@ -541,6 +559,15 @@ def _to_wire(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_to_wire(item) for item in value]
     raise proc_lua_error(f"unsupported Lua type '{type(value).__name__}'")
+
+
+def _key_to_wire(key: Any) -> Any:
+    """_to_wire of a map key: a table used as a key stays hashable (convert.KeyMap)."""
+    if type(key) is tuple:
+        return tuple(_key_to_wire(item) for item in key)
+    if type(key) is KeyMap:
+        return KeyMap({_key_to_wire(k): _to_wire(v) for k, v in key.items()})
+    return _to_wire(key)
 
 
 def _is_array(value: Any) -> bool:

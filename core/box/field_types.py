@@ -537,8 +537,14 @@ def unpackb(data: bytes) -> Any:
         if end != len(data):
             raise ValueError("extra data after a MsgPack value")
         return value
-    return msgpack.unpackb(data, raw=False, strict_map_key=False, ext_hook=ext_hook,
-                           unicode_errors="surrogateescape")
+    try:
+        return msgpack.unpackb(data, raw=False, strict_map_key=False, ext_hook=ext_hook,
+                               unicode_errors="surrogateescape")
+    except TypeError:           # a map keyed by an array or a map: keys made hashable
+        value, end = unpack_exact(data, 0, None, ext_hook)
+        if end != len(data):
+            raise ValueError("extra data after a MsgPack value") from None
+        return value
 
 
 def _len_header(n: int, fix_limit: int, small: int) -> int:

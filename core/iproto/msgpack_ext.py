@@ -416,15 +416,22 @@ def _map(data: bytes, pos: int, n: int, hook, depth: int) -> tuple[dict, int]:
     for _ in range(n):
         key, pos = _value(data, pos, hook, depth + 1)
         value, pos = _value(data, pos, hook, depth + 1)
-        try:
-            result[_hashable(key)] = value
-        except TypeError:
-            raise MsgpackDecodeError("a map keyed by a map") from None
+        result[hashable_key(key)] = value
     return result, pos
 
 
-def _hashable(key: Any) -> Any:
-    """A map key as the C unpacker's fallback gives it: arrays as tuples."""
-    if type(key) is list:
-        return tuple(_hashable(item) for item in key)
+class KeyMap(dict):
+    """A map that is a key of another map (MsgPack allows it): hashed by identity,
+    packed as the map it is."""
+
+    __hash__ = object.__hash__
+
+
+def hashable_key(key: Any) -> Any:
+    """A map key a dict takes: arrays as tuples, maps as KeyMaps."""
+    kind = type(key)
+    if kind is list:
+        return tuple(hashable_key(item) for item in key)
+    if kind is dict:
+        return KeyMap({hashable_key(k): v for k, v in key.items()})
     return key

@@ -226,13 +226,15 @@ def unpack(raw: bytes, what: str = "packet body", ext_hook: Callable | None = No
         return msgpack.unpackb(raw, raw=False, strict_map_key=False,
                                unicode_errors="surrogateescape", ext_hook=hook)
     except TypeError:
-        # A map keyed by an array (legal in a Tarantool tuple) cannot become a
-        # dict with list keys; arrays as Python tuples keep the data intact.
+        # A map keyed by an array or a map (legal in a Tarantool tuple) cannot
+        # become a dict with list keys: the exact decoder makes them hashable.
         try:
-            return msgpack.unpackb(raw, raw=False, strict_map_key=False, use_list=False,
-                                   unicode_errors="surrogateescape", ext_hook=hook)
-        except Exception as exc:
+            value, end = unpack_exact(raw, 0, None, hook)
+        except MsgpackDecodeError as exc:
             raise invalid_msgpack(what) from exc
+        if end != len(raw):
+            raise invalid_msgpack(what)
+        return value
     except Exception as exc:
         raise invalid_msgpack(what) from exc
 

@@ -199,8 +199,8 @@ def _decode_body(data, pos: int, end: int, sync: int) -> tuple[Any, int]:
         try:
             return msgpack.unpackb(view, **kwargs), end
         except TypeError:
-            # a map keyed by an array: keep arrays as tuples so they can be keys
-            return msgpack.unpackb(view, use_list=False, **kwargs), end
+            # a map keyed by an array or a map: keys made hashable (tuples, KeyMaps)
+            return unpack_exact(data, pos, end)
     except msgpack.ExtraData as extra:
         return extra.unpacked, end - len(extra.extra)
     except Exception:   # noqa: BLE001 - any decoder failure is judged by msgpuck's rules

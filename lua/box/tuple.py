@@ -22,7 +22,7 @@ from typing import Any
 
 from spindle.core.box.field_types import mp_sizeof
 from spindle.core.box.update import update_tuple, upsert_tuple
-from spindle.core.iproto.msgpack_ext import RawExt
+from spindle.core.iproto.msgpack_ext import KeyMap, RawExt
 
 from ..convert import decimal_parts
 from ..errors import LuaError
@@ -92,7 +92,7 @@ class TupleBridge:
         if kind is list or kind is tuple:
             table = self._table(*[self._field(x) for x in v])
             return self._setmetatable(table, self._array_mt)
-        if kind is dict:
+        if kind is dict or kind is KeyMap:
             table = self._table()
             for key, value in v.items():
                 table[self._field(key)] = self._field(value)
@@ -142,12 +142,12 @@ def _check_encodable(value: Any) -> None:
     kind = type(value)
     if kind in _PLAIN:
         return
-    if kind is list:
+    if kind is list or kind is tuple:           # (a tuple: an array used as a key)
         for item in value:
             if type(item) not in _PLAIN:
                 _check_encodable(item)
         return
-    if kind is dict:
+    if kind is dict or kind is KeyMap:
         for key, item in value.items():
             _check_encodable(key)
             _check_encodable(item)

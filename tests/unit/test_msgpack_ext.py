@@ -254,10 +254,21 @@ def test_exact_decoder_agrees_with_the_c_one(value):
 
 
 @pytest.mark.parametrize("raw", [b"\xc1", b"\x91\xc1", b"\xd9\x05ab", b"\xdc\xff\xff",
-                                 b"\xc7\x05\x01ab", b"\x81\x81\x01\x02\x03"])
+                                 b"\xc7\x05\x01ab"])
 def test_exact_decoder_refuses_garbage(raw):
     with pytest.raises(MsgpackDecodeError):
         unpack_exact(raw)
+
+
+@pytest.mark.parametrize("raw", [b"\x81\x92\x01\xa1\xff\x03",       # {[1, '\xff']: 3}
+                                 b"\x81\x81\x01\x02\x03",            # {{1: 2}: 3}
+                                 b"\x92\x01\x81\x91\x81\x01\x02\x03"])
+def test_maps_keyed_by_arrays_and_maps(raw):
+    """MsgPack lets anything be a key; 2.6.0 stores such maps, and so do we."""
+    for value in (unpack(raw), unpackb(raw), unpack_exact(raw)[0]):
+        assert packb(value) == raw
+    packet = decode_packet(_insert_packet(b"\x82\x10\xcd\x02\x00\x21\x92\x01" + raw))
+    assert packb(decode_request(packet).tuple) == b"\x92\x01" + raw
 
 
 def test_timestamps_are_kept_as_they_came():
