@@ -3,7 +3,7 @@
 -- MsgPack form; decoded integers beyond 1e14 - 1 are int64_t/uint64_t cdata, as
 -- Tarantool's luaL_pushint64 makes them; decoded arrays and maps carry array_mt/map_mt.
 -- Loaded with the serializer core (serializer.lua); returns the module.
-local core = ...
+local core, decode_error = ...
 
 local ffi = require('ffi')
 local tofield, new_cfg, guard = core.tofield, core.new_cfg, core.guard
@@ -16,7 +16,7 @@ local type, next, rawget, select, tonumber = type, next, rawget, select, tonumbe
 local setmetatable, error = setmetatable, error
 local band, rshift = bit.band, bit.rshift
 
-local MP_DECIMAL, MP_UUID = 1, 2
+local MP_DECIMAL, MP_UUID, MP_ERROR = 1, 2, 3
 
 local scratch = ffi.new('union { uint64_t u; int64_t i; double d; uint8_t b[8]; }')
 local scratch32 = ffi.new('union { float f; uint32_t u; uint8_t b[4]; }')
@@ -326,10 +326,12 @@ local function decimal_scale(s, p, stop)
         if size == nil or p + size >= stop then
             invalid()
         end
+        -- decimal_unpack keeps the scale in an int32_t: only its low 32 bits count
+        local bits = 8 * math.min(size, 4)
         value = 0
-        for i = p + 1, p + size do value = value * 256 + byte(s, i) end
-        if c >= 0xd0 and value >= 2 ^ (8 * size - 1) then
-            value = value - 2 ^ (8 * size)
+        for i = p + 1 + size - bits / 8, p + size do value = value * 256 + byte(s, i) end
+        if (c >= 0xd0 or bits == 32) and value >= 2 ^ (bits - 1) then
+            value = value - 2 ^ bits
         end
         after = p + 1 + size
     end
@@ -410,6 +412,12 @@ local function decode_ext(s, p, c)
         return decode_uuid(s, data, len), data + len
     elseif ext_type == MP_DECIMAL then
         return decode_decimal(s, data, len), data + len
+    elseif ext_type == MP_ERROR then
+        local err = decode_error(sub(s, data, data + len - 1))
+        if err == nil then
+            error('Can not parse an error from MsgPack', 0)
+        end
+        return err, data + len
     end
     return unsupported(ext_type)
 end

@@ -246,6 +246,9 @@ def ext_steps() -> list:
         steps += [
             (f"call echo {name}", call("echo", value)),
             (f"eval {name}", lua("return ...", 1, [value])),
+            (f"msgpack.decode {name}", lua(
+                "local ok, v = pcall(require('msgpack').decode, ...) "
+                "return ok, type(v), tostring(v)", packb(value))),
         ]
         if name not in UNREADABLE or value.code not in (1, 33, 65, 97):
             # (an index over a decimal 2.6.0 cannot read crashes it)
@@ -255,6 +258,9 @@ def ext_steps() -> list:
             steps.append((f"uuidk: insert {name}", put("uuidk", [value])))
     steps += [
         ("call echo a valid MP_ERROR", call("echo", MP_ERROR)),
+        ("msgpack.decode a valid MP_ERROR", lua(
+            "local e = require('msgpack').decode(...) return e.type, e.code, e.message",
+            packb(MP_ERROR))),
         ("eval a valid MP_ERROR", lua("local e = ... return e.type, e.code, e.message", MP_ERROR)),
         ("an unknown function with a bad argument", call("nosuch", UNREADABLE["ext 42"])),
         ("a syntax error with a bad argument", lua("return +", UNREADABLE["ext 42"])),
