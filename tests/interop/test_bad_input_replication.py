@@ -100,11 +100,19 @@ def test_tarantool_master_spindle_replica(tmp_path):
         outcomes = write(master.port)
         assert ("ok",) == outcomes[0][:1] and all(o[0] == "ok" for o in outcomes[:12])
         wait_for(lambda: same_vclocks(master, replica), 30, "the replica to catch up")
-        assert snapshot(replica.port) == snapshot(master.port)
+        stored = snapshot(master.port)
+        assert all(reply[0] == "ok" for reply in stored)
+        assert sum(len(reply[1]) for reply in stored) > 3000       # the values are there
+        assert snapshot(replica.port) == stored
         assert replica.upstream_status(1) == "follow"
         replica.restart()
         assert snapshot(replica.port) == snapshot(master.port)
         wait_for(lambda: replica.upstream_status(1) == "follow", 30, "following again")
+        # a replica joining now gets the values in the initial JOIN
+        late = cluster.add("spindle", "late", {**FAST, "replication": [master.rep_uri]})
+        late.start()
+        wait_for(lambda: same_vclocks(master, late), 30, "the late replica")
+        assert snapshot(late.port) == snapshot(master.port)
 
 
 def test_spindle_master_tarantool_replica(tmp_path):
@@ -119,6 +127,11 @@ def test_spindle_master_tarantool_replica(tmp_path):
         assert replica.upstream_status(1) == "follow"
         downstream = master.eval("return box.info.replication[2].downstream.status")
         assert downstream == "follow"
+        master.eval("box.snapshot()")
+        late = cluster.add("tarantool", "late", {**FAST, "replication": [master.rep_uri]})
+        late.start()
+        wait_for(lambda: same_vclocks(master, late), 30, "the late replica")
+        assert snapshot(late.port) == snapshot(master.port)
 
 
 def test_a_row_no_index_of_the_replica_can_order(tmp_path):
