@@ -39,7 +39,9 @@ def is_identifier(name: Any) -> bool:
             return False
     if not isinstance(name, str) or not name:
         return False
-    return all(ch != "\ufffd" and unicodedata.category(ch) not in ("Cn", "Cc", "Zl", "Zp")
+    # (a Lua string that is not UTF-8 comes as a str with surrogate escapes:
+    # category Cs, which no valid UTF-8 decodes to)
+    return all(ch != "\ufffd" and unicodedata.category(ch) not in ("Cn", "Cc", "Zl", "Zp", "Cs")
                for ch in name)
 
 

@@ -380,3 +380,29 @@ def test_the_console_prints_them(tmp_path):
     real, ours = console_both(CONSOLE, tmp_path)
     assert ours == real
     assert any("!!binary //4=" in document for document in real)
+
+
+IDENTIFIERS = r"""box.cfg{log_level = 1}
+box.schema.space.create('\xff')
+box.schema.space.create('a\xc3(')
+box.schema.space.create('\xed\xa0\x80')
+s = box.schema.space.create('ok\xc3\xa9')
+s.name
+s:create_index('\xff')
+s:create_index('pk', {parts = {1, 'string'}}) ~= nil
+s:insert{'\xff'}
+box.schema.user.create('\xff')
+box.schema.func.create('\xfe')
+box.schema.role.create('r\xff')
+box.space['\xff']
+s:format({{name = '\xff', type = 'string'}})
+s:format({{name = 'f', type = '\xff'}})
+box.space._space:insert{600, 1, '\xff\xfe', 'memtx', 0, {}, {}}
+box.space._space:insert{601, 1, 'x', '\xff', 0, {}, {}}
+"""
+
+
+def test_names_that_are_not_utf8_are_no_identifiers(tmp_path):
+    real, ours = console_both(IDENTIFIERS, tmp_path)
+    assert ours == real
+    assert sum("!!binary" in document for document in real) >= 8
