@@ -32,8 +32,17 @@ _lock = threading.Lock()   # the WAL and REPL threads log too
 
 def _stderr_sink(line: str) -> None:
     try:
-        sys.stderr.write(line + "\n")
-        sys.stderr.flush()
+        stream = sys.stderr
+        buffer = getattr(stream, "buffer", None)
+        if buffer is None or line.isascii():
+            stream.write(line + "\n")
+            stream.flush()
+        else:
+            # a Lua string that is not UTF-8 (surrogate escapes) goes out as its
+            # bytes, as Tarantool writes it
+            stream.flush()
+            buffer.write((line + "\n").encode("utf-8", "surrogateescape"))
+            buffer.flush()
     except (OSError, ValueError):
         pass   # a closed stderr must never take the instance down
 
@@ -128,7 +137,7 @@ class LogFile:
     def _open(self):
         # O_APPEND | O_CREAT with Tarantool's mode (rw-r-----, less the umask)
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o640)
-        return open(fd, "a", buffering=1, encoding="utf-8", errors="replace")
+        return open(fd, "a", buffering=1, encoding="utf-8", errors="surrogateescape")
 
     def __call__(self, line: str) -> None:
         try:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -406,3 +407,28 @@ def test_names_that_are_not_utf8_are_no_identifiers(tmp_path):
     real, ours = console_both(IDENTIFIERS, tmp_path)
     assert ours == real
     assert sum("!!binary" in document for document in real) >= 8
+
+
+LOGGING = r"""box.cfg{log_level = 5, log = 'out.log'}
+require('log').info('a\xffb')
+require('log').info({'\xfe'})
+require('log').warn('c\xc3(d')
+os.exit(0)
+"""
+
+
+def test_log_lines_keep_the_bytes(tmp_path):
+    """The log writes a Lua string's bytes as they are, into a file or to stderr."""
+    for name, binary in (("tarantool", tarantool_binary()), ("spindle", SPINDLE)):
+        workdir = tmp_path / name
+        workdir.mkdir()
+        (workdir / "file.lua").write_text(LOGGING)
+        (workdir / "stderr.lua").write_text(LOGGING.replace(", log = 'out.log'", ""))
+        subprocess.run([binary, "file.lua"], cwd=workdir, capture_output=True, timeout=60,
+                       check=True)
+        written = subprocess.run([binary, "stderr.lua"], cwd=workdir, capture_output=True,
+                                 timeout=60, check=True).stderr
+        for log in (written, (workdir / "out.log").read_bytes()):
+            assert b"I> a\xffb\n" in log, (name, log)
+            assert b'I> ["\xfe"]\n' in log, (name, log)
+            assert b"> c\xc3(d\n" in log, (name, log)
