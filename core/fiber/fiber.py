@@ -96,9 +96,12 @@ class Fiber:
     # ------------------------------------------------------- user-facing API
 
     def set_name(self, name: str, truncate: bool = False) -> None:
-        if len(name.encode()) >= FIBER_NAME_MAX and not truncate:
+        # a name's bytes, as 2.6.0 keeps them: a Lua string that is not UTF-8 comes
+        # with surrogate escapes, and a cut character keeps its first bytes
+        data = name.encode("utf-8", "surrogateescape")
+        if len(data) >= FIBER_NAME_MAX and not truncate:
             raise BoxError("Fiber name is too long")
-        self.name = name.encode()[:FIBER_NAME_MAX - 1].decode(errors="ignore")
+        self.name = data[:FIBER_NAME_MAX - 1].decode("utf-8", "surrogateescape")
 
     def state(self) -> str:
         if self.status == "dead":

@@ -370,6 +370,9 @@ pcall(error, '\xff\xfe')
 require('uuid').frombin(s:get{1}[2])
 s:update({2}, {{':', 2, 1, 1, '\xe2'}})
 s:get{2}[2]:byte(1, -1)
+f = require('fiber').new(function() require('fiber').sleep(100) end)
+f:name('a\xfe\xff')
+f:name()
 \set output lua
 s:select{}
 '\xff'
