@@ -62,9 +62,9 @@ class LuaRuntime:
     def load(self, code: str | bytes, chunkname: str | bytes | None = None):
         """Compile a chunk; raises LuaError with Lua's message on a syntax error."""
         if isinstance(code, str):
-            code = code.encode()
+            code = code.encode("utf-8", "surrogateescape")
         if isinstance(chunkname, str):
-            chunkname = chunkname.encode()
+            chunkname = chunkname.encode("utf-8", "surrogateescape")
         result = self._loadstring(code, chunkname) if chunkname else self._loadstring(code)
         if type(result) is tuple:   # (nil, message): a syntax error
             raise lua_errors.LuaError(self.convert.text(result[1]))
