@@ -494,7 +494,7 @@ def decode_dml_packet(packet: bytes, ext_hook: Callable | None = None
     if rtype not in DML_WRITE_TYPES or pos >= len(packet):
         return None
     body = packet[pos:]
-    if needs_exact(body):
+    if b"\xff" in body and needs_exact(body):     # (the memchr inline: a row per call)
         return None
     try:
         if ((rtype == _INSERT or rtype == _REPLACE) and body[:3] == _PUT_BODY_HEAD
@@ -647,7 +647,7 @@ def decode_relay_put_frame(buf: bytes | bytearray, pos: int, ext_hook: Callable 
     if lsn < least_lsn or stop > len(buf):
         return None
     packet = bytes(buf[pos + 5:stop])
-    if needs_exact(packet, tuple_at):
+    if packet.find(b"\xff", tuple_at) >= 0 and needs_exact(packet, tuple_at):
         return None
     try:
         tup = msgpack.unpackb(packet[tuple_at:], raw=False, strict_map_key=False,

@@ -401,7 +401,7 @@ def decode_request_fast(raw: bytes) -> Request | None:
                 body = None if pos == len(raw) else raw[pos:]
                 return Ping(XRow(rtype, body, 0, 0, 0.0, 0, 0, True, sync, schema))
             return None
-        if pos >= len(raw) or needs_exact(raw, pos):
+        if pos >= len(raw) or (raw.find(b"\xff", pos) >= 0 and needs_exact(raw, pos)):
             return None
         body = msgpack.unpackb(memoryview(raw)[pos:], raw=False, strict_map_key=False,
                                unicode_errors="surrogateescape", ext_hook=raw_ext)
