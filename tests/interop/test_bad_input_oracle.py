@@ -19,6 +19,7 @@ it: tests/unit/test_msgpack_ext.py covers Spindle's refusal of those.
 """
 from __future__ import annotations
 
+import shutil
 import socket
 import struct
 import subprocess
@@ -435,3 +436,24 @@ def test_log_lines_keep_the_bytes(tmp_path):
             assert b"I> a\xffb\n" in log, (name, log)
             assert b'I> ["\xfe"]\n' in log, (name, log)
             assert b"> c\xc3(d\n" in log, (name, log)
+
+
+def test_each_recovers_the_others_files(tmp_path):
+    """2.6.0's snapshot and xlogs holding the odd values, recovered by Spindle, and
+    Spindle's by 2.6.0: the same bytes come back."""
+    steps = string_steps() + ext_steps()
+    selects = {}
+    for name, binary in (("tarantool", tarantool_binary()), ("spindle", SPINDLE)):
+        selects[name] = [outcome for step, outcome in run_binary(binary, tmp_path / name, steps)
+                         if step.endswith("after restart")]
+    assert selects["tarantool"] == selects["spindle"]
+    for source, reader in (("tarantool", SPINDLE), ("spindle", tarantool_binary())):
+        workdir = tmp_path / f"{source}-read"
+        shutil.copytree(tmp_path / source, workdir)
+        node = BoxProcess(reader, SCRIPT, workdir)
+        try:
+            node.wait_ready()
+            read = [outcome for _, outcome in run_steps(node.port, AFTER_RESTART)]
+        finally:
+            node.stop()
+        assert read == selects[source], source
