@@ -254,10 +254,16 @@ def ext_steps() -> list:
         ]
         if name not in UNREADABLE or value.code not in (1, 33, 65, 97):
             # (an index over a decimal 2.6.0 cannot read crashes it)
-            steps.append((f"deck: insert {name}", put("deck", [value])))
+            steps += [(f"deck: insert {name}", put("deck", [value])),
+                      (f"deck: select {name}", (SELECT, {0x10: 518, 0x11: 0, 0x12: 10,
+                                                         0x14: 0, 0x20: [value]}))]
         if name not in UNREADABLE or value.code not in (2, 34) or len(value.data) == 16:
             # (a uuid key of another length is compared past its end)
-            steps.append((f"uuidk: insert {name}", put("uuidk", [value])))
+            steps += [(f"uuidk: insert {name}", put("uuidk", [value])),
+                      (f"uuidk: select {name}", (SELECT, {0x10: 520, 0x11: 0, 0x12: 10,
+                                                          0x14: 0, 0x20: [value]}))]
+        steps.append((f"nofmt: select by {name}", (SELECT, {0x10: 516, 0x11: 0, 0x12: 10,
+                                                            0x14: 0, 0x20: [value]})))
     steps += [
         ("call echo a valid MP_ERROR", call("echo", MP_ERROR)),
         ("msgpack.decode a valid MP_ERROR", lua(
