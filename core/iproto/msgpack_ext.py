@@ -7,9 +7,9 @@ keeps the bytes it was given (tests/interop/test_bad_input_oracle.py). So here:
   decimal_unpack / uuid_unpack accept (`decimal_unpack`, `uuid_unpack`). Any other
   extension — a malformed decimal or uuid, an error (ext 3), an unknown or negative
   type, a timestamp (-1) — is kept as it came: a `RawExt`, which packs back to
-  the same bytes. A valid
-  decimal written in a longer form than 2.6.0 writes (leading zero bytes, another
-  sign nibble, a wide scale) is an `ExtDecimal`, which packs back to its own bytes.
+  the same bytes. A valid decimal written in a longer form than 2.6.0 writes
+  (leading zero bytes, another sign nibble, a wide scale) is an `ExtDecimal`,
+  which packs back to its own bytes.
 * where 2.6.0 has to read a malformed payload and crashes or reads past the value
   (an index over it), Spindle refuses with `malformed_ext()`, the error later
   versions give such input at the door (ER_INVALID_MSGPACK "packet body", gh-6857).
@@ -319,7 +319,7 @@ class MsgpackDecodeError(ValueError):
     """unpack_exact met malformed or truncated MsgPack."""
 
 
-_DEPTH_MAX = 512
+_DEPTH_MAX = 400         # (two Python frames a level, under the interpreter's 1000)
 _unpack_from = struct.unpack_from
 
 
@@ -334,6 +334,8 @@ def unpack_exact(buf, pos: int = 0, end: int | None = None,
         value, used = _value(data, 0, ext_hook, 0)
     except (IndexError, struct.error):
         raise MsgpackDecodeError("truncated value") from None
+    except RecursionError:      # nested deeper than the stack of a deep caller allows
+        raise MsgpackDecodeError("nesting too deep") from None
     return value, pos + used
 
 

@@ -260,6 +260,15 @@ def test_exact_decoder_refuses_garbage(raw):
         unpack_exact(raw)
 
 
+def test_exact_decoder_refuses_what_nests_too_deep():
+    deep = b"\x91" * 2000 + b"\xd6\xff\x00\x00\x00\x01"
+    with pytest.raises(MsgpackDecodeError):
+        unpack_exact(deep)
+    with pytest.raises(ClientError):
+        unpack(deep)
+    assert unpack_exact(b"\x91" * 300 + b"\x01")[1] == 301
+
+
 @pytest.mark.parametrize("raw", [b"\x81\x92\x01\xa1\xff\x03",       # {[1, '\xff']: 3}
                                  b"\x81\x81\x01\x02\x03",            # {{1: 2}: 3}
                                  b"\x92\x01\x81\x91\x81\x01\x02\x03"])
