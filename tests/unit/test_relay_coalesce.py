@@ -376,6 +376,36 @@ def test_a_relay_reading_files_with_nothing_to_send_still_sends_heartbeats(
     assert all(timeout <= b - a <= timeout + 0.1 for a, b in zip(sends, sends[1:]))
 
 
+def test_an_idle_relay_sends_a_heartbeat_every_replication_timeout(run, sched, tmp_path,
+                                                                   clock):
+    """Nothing to send (the cursor has read everything): a heartbeat at once, then
+    one every replication_timeout, each one starting the relay's idle time over.
+    On the fake clock, so the period is exact."""
+    relay = make_relay(sched, tmp_path, Limbo())
+    timeout = relay.box.cfg["replication_timeout"]
+    sends = send_times(relay, clock)
+    idle_after_send = []
+    socket = relay.stream.sock.sock
+    counted_send = socket.send
+
+    def send(data):
+        sent = counted_send(data)
+        sched.call_soon(lambda: idle_after_send.append(relay.idle()))
+        return sent
+    socket.send = send
+
+    def main():
+        start = clock()
+        relay.fiber = sched.spawn(relay_module.relay_subscribe_f, relay)
+        sched.sleep(3.5 * timeout)
+        sched.cancel(relay.fiber)
+        relay.cursor.tail.detach()
+        return start
+    start = run(main)
+    assert sends == pytest.approx([start + n * timeout for n in range(4)])
+    assert idle_after_send == [0.0] * 4
+
+
 # ------------------------------------------------------------------- ACKs
 
 class BufferedReader:
