@@ -58,9 +58,10 @@ def run(sched):
 
 @pytest.fixture
 def collector_paused():
-    """For tests that assert the stall watchdog stays quiet: no automatic full garbage
-    collection of what earlier tests left in this process (100+ ms with the suite's
-    heap) may land inside the measured run, so the collector is paused for the test.
+    """For tests that measure a thread's CPU time or count the loop's turns around
+    long work: no automatic full garbage collection of what earlier tests left in
+    this process (100+ ms of CPU with the suite's heap) may land inside the measured
+    run, so the collector is paused for the test.
     (Freezing the heap instead, or forcing a collection, crashed the interpreter in
     the full suite: other tests' greenlets and Lua states must be left to the
     collector's own timing.)"""

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from ..integration.cluster import process_gone, wait_for
+from spindle.shell import demo_children
 from spindle.shell.demo_children import ChildProcess, Children, StartupFailed
 
 DEADLINE = 20.0
@@ -43,6 +44,20 @@ def stand_in(tmp_path: Path, name: str, *, ready: bool = True, exit_code: int | 
     """)
     return ChildProcess(name, [sys.executable, "-c", code], directory, ready_path,
                         directory / "output.log")
+
+
+class ManualMonotonic:
+    """The `time` module as demo_children sees it, with a monotonic clock that moves
+    only when the test says so."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def __getattr__(self, name):
+        return getattr(time, name)
 
 
 @pytest.fixture
@@ -76,29 +91,42 @@ def test_children_run_in_sessions_of_their_own(tmp_path, children_to_stop):
 
 
 def test_a_child_that_exits_fails_the_start_at_once(tmp_path, children_to_stop):
+    """With the deadline an hour away, the exit alone ends the wait (the test's own
+    patience, DEADLINE, is what a wait for the hour would run into)."""
     children = Children([stand_in(tmp_path, "demo2"),
                          stand_in(tmp_path, "demo3", ready=False, exit_code=3)])
     children_to_stop(children)
     children.start_all()
-    started = time.monotonic()
+    patience = time.monotonic() + DEADLINE
+
+    def sleep(seconds):
+        assert time.monotonic() < patience, "still waiting for the hour's deadline"
+        time.sleep(seconds)
     with pytest.raises(StartupFailed, match=r"demo3 exited with status 3"):
-        children.wait_ready(started + DEADLINE)
-    assert time.monotonic() - started < DEADLINE / 2   # not at the deadline
+        children.wait_ready(time.monotonic() + 3600, sleep=sleep)
     alive = children.children[0].pid
     children.stop_all()
     assert process_gone(alive)
 
 
-def test_the_deadline_names_who_is_late(tmp_path, children_to_stop):
+def test_the_deadline_names_who_is_late(tmp_path, children_to_stop, monkeypatch):
     children = Children([stand_in(tmp_path, "demo2"),
                          stand_in(tmp_path, "demo3", ready=False)])
     children_to_stop(children)
     children.start_all()
     wait_until(lambda: children.children[0].ready(), what="demo2 ready")
-    started = time.monotonic()
+    # On a clock of its own (the module's monotonic), which only the waits move:
+    # it gives up once the deadline has come, not before.
+    clock = ManualMonotonic()
+    monkeypatch.setattr(demo_children, "time", clock)
+    slept = []
+
+    def sleep(seconds):
+        slept.append(seconds)
+        clock.now += seconds
     with pytest.raises(StartupFailed, match=r"^demo3 not up by the deadline$"):
-        children.wait_ready(started + 0.3)
-    assert 0.3 <= time.monotonic() - started < 5
+        children.wait_ready(clock.now + 0.25, sleep=sleep, interval=0.0625)
+    assert slept == [0.0625] * 4           # (steps exact in binary: no rounding left)
     pids = [child.pid for child in children]
     children.stop_all()
     assert all(process_gone(pid) for pid in pids)
@@ -111,9 +139,7 @@ def test_stop_all_kills_a_child_that_ignores_sigterm(tmp_path, children_to_stop)
     children.start_all()
     children.wait_ready(time.monotonic() + DEADLINE)   # SIGTERM is ignored from here
     pids = [child.pid for child in children]
-    started = time.monotonic()
-    assert children.stop_all(timeout=0.5) == ["demo2"]
-    assert time.monotonic() - started < 5
+    assert children.stop_all(timeout=0.5) == ["demo2"]     # SIGKILLed at the deadline
     assert all(process_gone(pid) for pid in pids)
 
 

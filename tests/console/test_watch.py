@@ -42,13 +42,13 @@ def test_watch_redraws_in_place_until_ctrl_c(spawn_console):
 
 
 def test_ctrl_c_cancels_a_slow_evaluation(spawn_console):
+    """The evaluation would sleep an hour: the prompt coming back within the
+    console's deadline is the cancellation."""
     console = spawn_console()
-    console.send("\\watch 0.5 require('fiber').sleep(60)\r")
+    console.send("\\watch 0.5 require('fiber').sleep(3600)\r")
     console.expect(r"Every 0\.5 s")    # drawn before the first value arrives
-    started = time.monotonic()
     console.send("\x03")
     console.prompt()
-    assert time.monotonic() - started < 5
     assert console.run("1 + 1") == "- 2\n"
 
 
