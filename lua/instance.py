@@ -40,7 +40,7 @@ class Instance:
         runtime.register_module("log", log_module.build(runtime), as_global=False)
         runtime.register_module("clock", clock_module.build(runtime), as_global=False)
         self._install_extra_modules()
-        runtime.load(_OS_EXIT, "=os.exit")(runtime.wait, self._exit_now)
+        runtime.load(_OS_EXIT, "=os.exit")(runtime.wait, self.exit_now)
 
     def _install_extra_modules(self) -> None:
         """Serializer modules (json, yaml, msgpack, uuid) and the box table."""
@@ -49,7 +49,8 @@ class Instance:
         from . import listen
         listen.install(self)          # box.cfg.listen, the IPROTO executor, box.session
 
-    def _exit_now(self, code) -> None:
+    def exit_now(self, code) -> None:
+        """os.exit(code) from Python, in the fiber that asks (outside Lua)."""
         self.exit_code = int(code)
         self.sched.stop()
         raise ExitRequested()

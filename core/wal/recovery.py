@@ -97,6 +97,13 @@ class RecoveryResult:
         return self.snapshot_path is None
 
 
+
+def logged(exc: BaseException) -> BaseException:
+    """Mark an error this module logged already (as 2.6.0's e->log() before its
+    panic), so whoever stops on it does not log it a second time."""
+    exc.logged = True
+    return exc
+
 def _error_text(exc: BaseException) -> str:
     if isinstance(exc, ClientError):
         try:
@@ -132,7 +139,7 @@ class _Recovery:
         """A file that cannot be used: fatal, or skipped with force_recovery."""
         log.error("XlogError: %s", exc)
         if not self.force:
-            raise exc
+            raise logged(exc)
 
     def _scan(self, dirname: str, filetype: str, uuid: str | None,
               ) -> list[tuple[str, XlogMeta]]:
@@ -150,7 +157,7 @@ class _Recovery:
                 error = ClientError(ErrorCode.ER_INVALID_XLOG_TYPE, filetype, meta.filetype)
                 log.error("%s", _error_text(error))
                 if not self.force:
-                    raise error
+                    raise logged(error)
                 continue
             if meta.vclock is None or meta.signature != entry.signature:
                 self._refuse(XlogError(f"{entry.path}: signature check failed"))
@@ -184,7 +191,7 @@ class _Recovery:
         else:
             error = exc
         log.error("XlogError: %s", error)
-        return error
+        return logged(error)
 
     # -- the snapshot
 
@@ -233,7 +240,7 @@ class _Recovery:
                 error = XlogGapError(vclock, meta.vclock)
                 log.error("XlogGapError: %s", error)
                 if not self.force:
-                    raise error
+                    raise logged(error)
                 log.warn("ignoring a gap in LSN")
                 self.result.gaps.append(str(error))
                 # The lost rows keep their LSNs: new writes must not reuse them

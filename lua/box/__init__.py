@@ -16,6 +16,7 @@ lua/session.py's (it knows IPROTO sessions too).
 from __future__ import annotations
 
 import os
+import traceback
 from typing import Any, Callable
 
 from spindle.core import log
@@ -25,6 +26,7 @@ from spindle.core.box import startup
 from spindle.core.box.limbo_txn import on_synchro_option_changed
 from spindle.core.box.ddl import Ddl
 from spindle.core.replication.replicaset import replicaset_check_quorum
+from spindle.core.replication.streams import describe_error
 
 from spindle.core.box.schema import ADMIN
 from spindle.core.iproto.errors import BoxError
@@ -147,15 +149,29 @@ class BoxStorage:
         except BaseException as exc:
             self._discard_box()
             os.chdir(cwd)
-            if isinstance(exc, OSError):
-                raise _system_error(exc) from exc
-            raise
+            if not isinstance(exc, Exception):
+                raise           # cancelled, or the process exits anyway
+            self._panic(_system_error(exc) if isinstance(exc, OSError) else exc)
         self.started = True
         config = self.module.config
         config.set_runtime_uuids(self.box.instance_uuid, self.box.schema.replicaset_uuid)
         self.spaces.install()
         for install in self._installers:
             install()
+
+    def _panic(self, exc: Exception) -> None:
+        """box_cfg() of 2.6.0: whatever stops the storage part of the first box.cfg
+        (recovery, bootstrap, joining) is logged, then 'F> can't initialize
+        storage: <message>', and the process exits with 1 — a pcall does not catch
+        it. (Options are checked before this, and those errors are Lua errors.)"""
+        message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+        if not getattr(exc, "logged", False):
+            if isinstance(exc, BoxError):
+                log.error("%s", describe_error(exc))
+            else:           # a bug, not the data's doing: keep the traceback
+                log.error("%s", "".join(traceback.format_exception(exc)).rstrip())
+        log.say(log.FATAL, "can't initialize storage: %s", message)
+        self.instance.exit_now(1)
 
     def _discard_box(self) -> None:
         try:

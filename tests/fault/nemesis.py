@@ -41,6 +41,7 @@ NODE_FAULTS = ("pause", "kill", "torn", "flip")
 FILE_FAULTS = ("torn", "flip")
 ALL_LINKS = "*"             # a link fault's target: every link at once
 CORRUPT_ERROR = "E> can't open tx: tx checksum mismatch"
+CORRUPT_FATAL = "F> can't initialize storage: tx checksum mismatch"
 
 
 # ------------------------------------------------------------------ the schedule
@@ -166,10 +167,9 @@ def flip_and_restart(node: Node, rng: random.Random) -> tuple[Damage | None, str
     start must be refused on the checksum (2.6.0's rule); with it the node must come
     up. Returns the damage and the error line of the refused start.
 
-    The refusal is checked as both kinds print it: a non-zero exit and the error
-    line "can't open tx: tx checksum mismatch". (2.6.0 then panics with
-    "F> can't initialize storage: tx checksum mismatch"; Spindle's box.cfg raises the
-    XlogError instead and the script dies with its traceback.)"""
+    The refusal is checked as both kinds print it: exit status 1, the error line
+    "can't open tx: tx checksum mismatch" and the fatal one "can't initialize
+    storage: tx checksum mismatch" (2.6.0's box_cfg() panic)."""
     kill9(node)
     damage = flip_byte(node.workdir, rng)
     refusal = ""
@@ -180,7 +180,7 @@ def flip_and_restart(node: Node, rng: random.Random) -> tuple[Damage | None, str
         output = node.output()[before:]
         node.stop()
         refusal = next((line for line in output.splitlines() if CORRUPT_ERROR in line), "")
-        assert code != 0 and refusal, (
+        assert code == 1 and refusal and CORRUPT_FATAL in output, (
             f"{node.name} started on a corrupt last block without force_recovery "
             f"(exit {code}; {damage}):\n{output[-3000:]}")
     node.cfg["force_recovery"] = True
