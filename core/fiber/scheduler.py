@@ -50,7 +50,8 @@ from spindle.core.iproto.errors import BoxError
 
 from .fiber import Fiber, FiberSwitchForbidden
 
-STALL_THRESHOLD = 0.05      # a fiber running longer than this without yielding is logged
+STALL_THRESHOLD = 0.05        # a fiber running longer than this without yielding is logged
+STALLS_KEPT = 100             # stalls remembered in Scheduler.stalls (the log has all)
 IO_SPIN = 0.0001            # after an I/O event, poll this long before sleeping (0: never)
 # yield_turn's looks for ready I/O are at least this far apart (see the module doc;
 # any other wait goes through the loop's own poll)
@@ -205,7 +206,8 @@ class Scheduler:
         # Raised by the Lua layer while a lupa call is on the current greenlet's stack:
         # switching then would corrupt lupa's state bookkeeping (DESIGN §2).
         self.switch_forbidden = 0
-        self.stalls: list[tuple[str, float]] = []
+        # the newest stalls the watchdog saw (fiber name, seconds): a bounded record
+        self.stalls: collections.deque[tuple[str, float]] = collections.deque(maxlen=STALLS_KEPT)
         # fn(fiber) when a fiber gives up the CPU: box aborts a memtx transaction
         # that spans a yield, as Tarantool does. One slot: the hot path stays cheap.
         self.on_yield: Callable[[Fiber], None] | None = None

@@ -17,6 +17,7 @@ its consumer does not wait for file deletion), or right away otherwise.
 """
 from __future__ import annotations
 
+import collections
 import functools
 import os
 from dataclasses import dataclass, field
@@ -24,6 +25,8 @@ from dataclasses import dataclass, field
 from spindle.core import log
 from spindle.core.vclock import VClock
 from spindle.core.xlog.files import format_filename, list_files, read_meta
+
+REMOVED_KEPT = 1000          # GarbageCollector.removed: the newest deletions kept
 
 
 @dataclass
@@ -59,7 +62,8 @@ class GarbageCollector:
         self.checkpoints: list[Checkpoint] = []
         self.consumers: list[Consumer] = []    # kept in lexicographic vclock order
         self.checkpoint_is_in_progress = False
-        self.removed: list[str] = []           # every file deleted so far (tests, logs)
+        # the newest files deleted (tests, logs; a long-lived instance deletes many)
+        self.removed: collections.deque[str] = collections.deque(maxlen=REMOVED_KEPT)
         self._scheduled = 0
         self._completed = 0
         self._fiber = None

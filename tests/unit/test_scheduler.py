@@ -283,6 +283,24 @@ class SteppedMonotonic:
         return getattr(time, name)
 
 
+def test_the_watchdog_keeps_a_bounded_record_of_stalls(capsys):
+    """Scheduler.stalls keeps the newest STALLS_KEPT (a long-lived instance would
+    otherwise grow it for ever); every stall is still logged."""
+    from spindle.core.fiber import scheduler as scheduler_module
+    sched = Scheduler()
+    fiber = type("F", (), {"name": "", "id": 0})()
+    total = scheduler_module.STALLS_KEPT + 20
+    for number in range(total):
+        fiber.name = f"f{number}"
+        sched._begin_segment(fiber)
+        sched._segment_start -= 1.0          # as if it ran a second
+        sched._end_segment()
+    assert [name for name, _ in sched.stalls] == [
+        f"f{number}" for number in range(20, total)]
+    assert capsys.readouterr().err.count("without yielding") == total
+    sched.close()
+
+
 def test_watchdog_logs_a_stall_with_the_fiber_name(capsys):
     sched = Scheduler()
 
