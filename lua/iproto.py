@@ -29,7 +29,7 @@ from typing import Any, Callable
 import lupa.luajit21 as lupa
 
 from spindle.core.box.access import VIEW_SOURCE, Access, Priv
-from spindle.core.box.field_types import ext_hook, packb
+from spindle.core.box.field_types import packb
 from spindle.core.iproto.constants import IprotoKey
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
 from spindle.core.iproto.msgpack_ext import (
@@ -233,7 +233,7 @@ class BoxExecutor(IprotoExecutor):
             raise ClientError(ErrorCode.ER_NO_SUCH_SPACE, str(request.space_id))
         user_id = session.euid
         self._check_space(box, user_id, space, Priv.R)
-        key = _from_wire(request.key)
+        key = request.key
         if space.engine == "sysview":
             rows = self._view_select(space, request, key, user_id)
         else:
@@ -312,8 +312,16 @@ class BoxExecutor(IprotoExecutor):
             results = self._run_global(name, args)
         return self._call_result(request, results)
 
+    def _wire_results(self, results: tuple) -> list:
+        """Lua results as they go out (a result nested past what Python's stack
+        takes is past encode_max_depth anyway)."""
+        try:
+            return [_to_wire(self.runtime.to_py(value)) for value in results]
+        except RecursionError:
+            raise _too_deep(ENCODE_MAX_DEPTH) from None
+
     def _call_result(self, request: rq.Call, results: tuple) -> list:
-        values = [_to_wire(self.runtime.to_py(value)) for value in results]
+        values = self._wire_results(results)
         if isinstance(request, rq.Call16):
             values = call16_tuples(values)
         return [MsgpackRaw(packb(value)) for value in values]
@@ -366,20 +374,22 @@ class BoxExecutor(IprotoExecutor):
                 raise args          # (a syntax error comes first, as in 2.6.0)
             return self.runtime.call(chunk, *args)
         results = self._guarded(run)
-        return [MsgpackRaw(packb(_to_wire(self.runtime.to_py(value)))) for value in results]
+        return [MsgpackRaw(packb(value)) for value in self._wire_results(results)]
 
     def _lua_args(self, args: list) -> list | BoxError:
         """CALL/EVAL arguments as 2.6.0's luamp_decode gives them to Lua (nil as
         box.NULL, arrays and maps with their serializer hints), or the error it
         raises on the first extension Lua cannot hold (returned: it is raised where
         2.6.0 decodes the arguments, after finding the function)."""
-        values = [_from_wire(arg) for arg in args]
+        values = list(args)
         for value in values:
             if type(value) not in _PLAIN or value is None:
                 try:
                     return [self._lua_arg(value) for value in values]
                 except BoxError as exc:
                     return exc
+                except RecursionError:      # (LuaJIT's word for too deep)
+                    return proc_lua_error("stack overflow")
         return values
 
     def _lua_arg(self, value: Any) -> Any:
@@ -388,8 +398,10 @@ class BoxExecutor(IprotoExecutor):
         if value is None:
             return convert.NULL
         if kind is list or kind is tuple:
-            table = convert._table(*[self._lua_arg(item) for item in value])
-            return convert._setmetatable(table, convert.array_mt)
+            items = []                  # (a loop, not a comprehension: a frame a level)
+            for item in value:
+                items.append(self._lua_arg(item))
+            return convert._setmetatable(convert._table(*items), convert.array_mt)
         if kind is dict or kind is KeyMap:
             table = convert._table()
             for key, item in value.items():
@@ -484,55 +496,30 @@ def _data_body(rows) -> bytes:
 
 
 def _dml_request(request: rq.Request) -> DmlRequest:
+    """The request's values as they are: the decoder made extensions what box keeps."""
     # DmlRequest(type, space_id, index_id, index_base, key, tuple, ops)
     if isinstance(request, rq.Insert):           # and Replace
-        return DmlRequest(request.type, request.space_id, 0, 0, None,
-                          _from_wire(request.tuple))
+        return DmlRequest(request.type, request.space_id, 0, 0, None, request.tuple)
     if isinstance(request, rq.Update):
         return DmlRequest(request.type, request.space_id, request.index_id,
-                          request.index_base, _from_wire(request.key), None,
-                          _from_wire(request.ops))
+                          request.index_base, request.key, None, request.ops)
     if isinstance(request, rq.Upsert):
         return DmlRequest(request.type, request.space_id, 0, request.index_base, None,
-                          _from_wire(request.tuple), _from_wire(request.ops))
-    return DmlRequest(request.type, request.space_id, request.index_id, 0,
-                      _from_wire(request.key))
+                          request.tuple, request.ops)
+    return DmlRequest(request.type, request.space_id, request.index_id, 0, request.key)
 
 
 _PLAIN = frozenset({int, str, bytes, float, bool, type(None)})
 
 
-def _from_wire(value: Any) -> Any:
-    """Network values as box stores them: MsgPack extensions (uuid, decimal) decoded.
-    A list of plain scalars (most keys and tuples) is returned as it is."""
-    kind = type(value)
-    if kind is list:
-        for item in value:
-            if type(item) not in _PLAIN:
-                return [_from_wire(item) for item in value]
-        return value
-    if kind is tuple:
-        return [_from_wire(item) for item in value]
-    if kind is dict:
-        return {_key_from_wire(k): _from_wire(v) for k, v in value.items()}
-    if kind is RawExt:
-        return ext_hook(value.code, value.data)
-    return value
+# msgpack.cfg.encode_max_depth's default: a container nested deeper is an error
+ENCODE_MAX_DEPTH = 128
 
 
-def _key_from_wire(key: Any) -> Any:
-    """A map key: an array or map key stays hashable (the decoder made it so)."""
-    if type(key) is tuple:
-        return tuple(_key_from_wire(item) for item in key)
-    if type(key) is KeyMap:
-        return KeyMap({_key_from_wire(k): _from_wire(v) for k, v in key.items()})
-    return _from_wire(key)
-
-
-def _to_wire(value: Any) -> Any:
+def _to_wire(value: Any, level: int = 0) -> Any:
     """A Lua result as 2.6.0's serializer encodes it: strings always as MsgPack str,
     integral numbers out of the 64-bit range as doubles, functions and other Lua
-    objects refused."""
+    objects refused, containers nested deeper than encode_max_depth refused."""
     kind = type(value)
     if kind is str or kind is bool or kind is float or value is None:
         return value
@@ -541,12 +528,16 @@ def _to_wire(value: Any) -> Any:
     if kind is bytes:
         return value.decode("utf-8", "surrogateescape")
     if kind is list or kind is tuple:
-        return [_to_wire(item) for item in value]
+        if level >= ENCODE_MAX_DEPTH:
+            raise _too_deep(level)
+        return [_to_wire(item, level + 1) for item in value]
     if kind is dict:
         raised = value.get("_py")
         if isinstance(raised, BoxError):      # a box.error object made from it
             return raised.message
-        return {_key_to_wire(k): _to_wire(v) for k, v in value.items()}
+        if level >= ENCODE_MAX_DEPTH:
+            raise _too_deep(level)
+        return {_key_to_wire(k, level + 1): _to_wire(v, level + 1) for k, v in value.items()}
     if isinstance(value, (uuid_module.UUID, Decimal, RawExt, bytearray)):
         return value
     if isinstance(value, BoxError):
@@ -557,17 +548,22 @@ def _to_wire(value: Any) -> Any:
     if lua_kind is not None:
         raise proc_lua_error(f"unsupported Lua type '{lua_kind}'")
     if isinstance(value, (list, tuple)):
-        return [_to_wire(item) for item in value]
+        return [_to_wire(item, level + 1) for item in value]
     raise proc_lua_error(f"unsupported Lua type '{type(value).__name__}'")
 
 
-def _key_to_wire(key: Any) -> Any:
-    """_to_wire of a map key: a table used as a key stays hashable (convert.KeyMap)."""
+def _too_deep(level: int) -> BoxError:
+    return proc_lua_error(f"Too high nest level - {level + 1}")
+
+
+def _key_to_wire(key: Any, level: int) -> Any:
+    """_to_wire of a map key: a table used as a key stays hashable (KeyMap)."""
     if type(key) is tuple:
-        return tuple(_key_to_wire(item) for item in key)
+        return tuple(_key_to_wire(item, level + 1) for item in key)
     if type(key) is KeyMap:
-        return KeyMap({_key_to_wire(k): _to_wire(v) for k, v in key.items()})
-    return _to_wire(key)
+        return KeyMap({_key_to_wire(k, level + 1): _to_wire(v, level + 1)
+                       for k, v in key.items()})
+    return _to_wire(key, level)
 
 
 def _is_array(value: Any) -> bool:

@@ -127,6 +127,9 @@ class LuaRuntime:
         # The traceback's frames may hold lupa objects received as arguments of a
         # Lua->Python call; those must not outlive the call (DESIGN §2 rule 4).
         exc.__traceback__ = None
+        if isinstance(exc, RecursionError):
+            # a value nested past Python's stack: LuaJIT's word for it
+            exc = lua_errors.LuaError("stack overflow")
         fiber = self.sched.current
         if fiber is not None:
             fiber.storage["last_error"] = exc

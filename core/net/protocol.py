@@ -26,7 +26,7 @@ from spindle.core.iproto.constants import (
     IPROTO_BODY_LEN_MAX, IPROTO_KEY_MAX, IPROTO_KEY_TYPE, IprotoKey, IprotoType, MpType,
 )
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
-from spindle.core.iproto.msgpack_ext import MsgpackDecodeError, needs_exact, raw_ext, unpack_exact
+from spindle.core.iproto.msgpack_ext import MsgpackDecodeError, ext_hook, needs_exact, unpack_exact
 from spindle.core.iproto.xrow import (
     MP_TYPE_OF_BYTE, MsgpackError, MsgpackRaw, _decode_uint, mp_next, XRow, pack,
 )
@@ -190,17 +190,19 @@ def _decode_body(data, pos: int, end: int, sync: int) -> tuple[Any, int]:
     if needs_exact(data, pos):
         # ext -1, which the C unpacker would make a Timestamp or refuse
         try:
-            return unpack_exact(data, pos, end)
+            return unpack_exact(data, pos, end, ext_hook)
         except MsgpackDecodeError:
             pass
+    # extensions become what box keeps (uuid, Decimal, RawExt): nothing is left to
+    # convert in a request's values, however deep they nest
     kwargs = dict(raw=False, strict_map_key=False, unicode_errors="surrogateescape",
-                  ext_hook=raw_ext)
+                  ext_hook=ext_hook)
     try:
         try:
             return msgpack.unpackb(view, **kwargs), end
         except TypeError:
             # a map keyed by an array or a map: keys made hashable (tuples, KeyMaps)
-            return unpack_exact(data, pos, end)
+            return unpack_exact(data, pos, end, ext_hook)
     except msgpack.ExtraData as extra:
         return extra.unpacked, end - len(extra.extra)
     except Exception:   # noqa: BLE001 - any decoder failure is judged by msgpuck's rules

@@ -23,7 +23,7 @@ from spindle.core.iproto.constants import (
     IprotoType, MpType,
 )
 from spindle.core.iproto.errors import ClientError, ErrorCode
-from spindle.core.iproto.msgpack_ext import needs_exact, raw_ext
+from spindle.core.iproto.msgpack_ext import ext_hook, needs_exact
 from spindle.core.iproto.xrow import (
     UINT_WIDE_MARKERS, XRow, decode_dml_body, decode_uint, pack,
 )
@@ -404,7 +404,7 @@ def decode_request_fast(raw: bytes) -> Request | None:
         if pos >= len(raw) or (raw.find(b"\xff", pos) >= 0 and needs_exact(raw, pos)):
             return None
         body = msgpack.unpackb(memoryview(raw)[pos:], raw=False, strict_map_key=False,
-                               unicode_errors="surrogateescape", ext_hook=raw_ext)
+                               unicode_errors="surrogateescape", ext_hook=ext_hook)
     except Exception:   # noqa: BLE001 - the general path says what is wrong
         return None
     if type(body) is not dict:

@@ -133,10 +133,12 @@ class Client:
             data += chunk
         return data
 
-    def request(self, rtype: int, body: dict) -> tuple:
-        """('ok', the reply body's bytes) or ('error', code, message bytes)."""
+    def request(self, rtype: int, body: dict | bytes) -> tuple:
+        """('ok', the reply body's bytes) or ('error', code, message bytes); a
+        bytes body is sent as it is."""
         self.sync += 1
-        payload = msgpack.packb({0: rtype, 1: self.sync}) + packb(body)
+        payload = msgpack.packb({0: rtype, 1: self.sync}) + (
+            body if isinstance(body, bytes) else packb(body))
         self.sock.sendall(b"\xce" + struct.pack(">I", len(payload)) + payload)
         head = self._read(5)
         packet = self._read(struct.unpack(">I", head[1:])[0])
@@ -463,3 +465,42 @@ def test_each_recovers_the_others_files(tmp_path):
         finally:
             node.stop()
         assert read == selects[source], source
+
+
+def nested(depth: int) -> list:
+    value: list = [1]
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+def test_deeply_nested_values(tmp_path):
+    """Arrays nested hundreds deep are stored and sent back as 2.6.0 does, and a Lua
+    result past encode_max_depth (128) is its error. Where Spindle stops short of
+    2.6.0 — a stored tuple that deep returned from Lua (a table here, raw bytes
+    there), more nesting than Python's stack or the C decoder take — the answer is
+    still a Tarantool error."""
+    steps = []
+    for depth in (100, 300, 600, 1000):
+        steps += [(f"insert {depth}", put("nofmt", [depth, nested(depth)])),
+                  (f"select {depth}", (SELECT, {0x10: 516, 0x11: 0, 0x12: 10, 0x14: 0,
+                                                0x20: [depth]}))]
+        if depth <= 600:
+            steps.append((f"call echo {depth}", call("echo", nested(depth))))
+    compare(tmp_path, steps)
+    node = BoxProcess(SPINDLE, SCRIPT, tmp_path / "limits")
+    try:
+        node.wait_ready()
+        client = Client(node.port)
+        client.request(*put("nofmt", [1000, nested(1000)]))
+        deeper = b"\x82\x10\xcd\x02\x04\x21\x92\xcd\x04\x4c" + b"\x91" * 1100 + b"\x01"
+        for request in (lua("return box.space.nofmt:get{1000}"), call("echo", nested(1000)),
+                        (INSERT, deeper)):
+            reply = client.request(*request)
+            assert reply[0] == "error" and reply[2] in (
+                b"stack overflow", b"Too high nest level - 129",
+                b"Invalid MsgPack - packet body"), reply
+        assert client.request(64, {}) == ("ok", b"\x80")
+        client.close()
+    finally:
+        node.stop()
