@@ -49,8 +49,8 @@ def writes() -> list:
              (UPSERT, {0x10: 512, 0x21: [4, BAD], 0x28: [["=", 1, "\udc80"]]}),
              (UPSERT, {0x10: 512, 0x21: [4, BAD], 0x28: [["=", 1, "\udc80"]]}),
              (5, {0x10: 513, 0x11: 0, 0x20: [HALF]}),          # DELETE by a bad key
-             lua("local u = require('uuid') box.begin() "
-                 "box.space.str:replace{10, u.fromstr('6ba7b810-9dad-11d1-80b4-00c04fd430c8'):bin()} "
+             lua("local u = require('uuid') box.begin() box.space.str:replace{10, "
+                 "u.fromstr('6ba7b810-9dad-11d1-80b4-00c04fd430c8'):bin()} "
                  "box.space.strk:replace{'\\xff\\xfe\\xfd'} "
                  "box.space.str:replace{11, '\\xc3('} box.commit()")]
     ident = 100

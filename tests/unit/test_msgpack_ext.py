@@ -281,8 +281,9 @@ def test_maps_keyed_by_arrays_and_maps(raw):
 
 
 def test_timestamps_are_kept_as_they_came():
-    for data in (b"\x00\x00\x00\x01", b"\x00" * 7 + b"\x01", b"\x00" * 11 + b"\x01", b"\x01\x02\x03"):
-        raw = b"\x92\x01" + ext(-1, data) + b""
+    for data in (b"\x00\x00\x00\x01", b"\x00" * 7 + b"\x01", b"\x00" * 11 + b"\x01",
+                 b"\x01\x02\x03"):
+        raw = b"\x92\x01" + ext(-1, data)
         assert needs_exact(raw)
         value = unpack(raw)
         assert value == [1, raw_ext(-1, data)]
