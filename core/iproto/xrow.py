@@ -215,28 +215,27 @@ def unpack(raw: bytes, what: str = "packet body", ext_hook: Callable | None = No
     it stay RawExt, negative types and timestamps (ext -1) included."""
     hook = ext_hook or raw_ext                 # extensions kept as they came
     if needs_exact(raw):
-        try:
-            value, end = unpack_exact(raw, 0, None, hook)
-        except MsgpackDecodeError as exc:
-            raise invalid_msgpack(what) from exc
-        if end != len(raw):
-            raise invalid_msgpack(what)
-        return value
+        return _unpack_whole_exact(raw, what, hook)
     try:
         return msgpack.unpackb(raw, raw=False, strict_map_key=False,
                                unicode_errors="surrogateescape", ext_hook=hook)
     except TypeError:
         # A map keyed by an array or a map (legal in a Tarantool tuple) cannot
         # become a dict with list keys: the exact decoder makes them hashable.
-        try:
-            value, end = unpack_exact(raw, 0, None, hook)
-        except MsgpackDecodeError as exc:
-            raise invalid_msgpack(what) from exc
-        if end != len(raw):
-            raise invalid_msgpack(what)
-        return value
+        return _unpack_whole_exact(raw, what, hook)
     except Exception as exc:
         raise invalid_msgpack(what) from exc
+
+
+def _unpack_whole_exact(raw: bytes, what: str, hook: Callable) -> Any:
+    """unpack() by the exact decoder: one value that must fill `raw`."""
+    try:
+        value, end = unpack_exact(raw, 0, None, hook)
+    except MsgpackDecodeError as exc:
+        raise invalid_msgpack(what) from exc
+    if end != len(raw):
+        raise invalid_msgpack(what)
+    return value
 
 
 class MsgpackRaw(bytes):
