@@ -20,7 +20,11 @@ from ..integration.cluster import Cluster, process_gone, wait_for
 from . import transcripts as tr
 from .server import LongEval, StandaloneSpark, children, command_line
 
-FAST = {"replication_timeout": 0.2, "replication_connect_timeout": 10}
+# A replica is dropped after 4 x replication_timeout of silence. 1 s: a Spark call
+# held on tx would hold the loop for the whole job (seconds to minutes) and is still
+# caught, while a busy machine descheduling either process for a second is not a
+# disconnect (0.2 s was, on a loaded 2-core CI box, even before any SQL ran).
+FAST = {"replication_timeout": 1.0, "replication_connect_timeout": 10}
 SETUP = """
 box.schema.space.create('test', {format = {{'id', 'unsigned'}, {'name', 'string'},
                                            {'score', 'number', is_nullable = true}}})
