@@ -159,8 +159,10 @@ class BoxExecutor(IprotoExecutor):
         return self._access
 
     def instance_uuid(self) -> str | None:
+        """The greeting's UUID: the box's, or the one it will have (a socket binds
+        during the first box.cfg, before recovery or bootstrap set it)."""
         box = self._box_provider()
-        return box.instance_uuid if box is not None else None
+        return box.greeting_uuid if box is not None else None
 
     def schema_version(self) -> int:
         box = self._box_provider()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import os
 import time
+import uuid as uuid_module
 from typing import Any, Callable, Iterable
 
 from spindle.core import log
@@ -27,6 +28,7 @@ from spindle.core.wal.checkpoint import Checkpointer, write_snapshot
 from spindle.core.wal.gc import GarbageCollector
 from spindle.core.wal.recovery import RecoveryProgress, recover
 from spindle.core.wal.writer import WalWriter
+from spindle.core.xlog.files import list_files, read_meta
 from spindle.core.replication.replicaset import ReplicaSet
 
 from spindle.core.replication.replicaset import replicaset_follow, replicaset_sync
@@ -54,6 +56,7 @@ class Box:
         self.gc: GarbageCollector | None = None
         self.checkpointer: Checkpointer | None = None
         self.instance_uuid: str | None = None
+        self._expected_uuid: str | None = None    # expected_instance_uuid(), once known
         self.status = "unconfigured"     # box.info.status: loading, running, orphan
         self.read_only_reasons: set[str] = set()
         # orphan from a normal start's replicaset_connect until the replica set is
@@ -71,6 +74,25 @@ class Box:
     @property
     def configured(self) -> bool:
         return self.status != "unconfigured"
+
+    @property
+    def greeting_uuid(self) -> str | None:
+        """The instance UUID, or the one expected_instance_uuid() found it will be."""
+        return self.instance_uuid or self._expected_uuid
+
+    def expected_instance_uuid(self, cfg: dict) -> str:
+        """The instance UUID this box has once started, known before it starts: a
+        socket bound during the first box.cfg greets peers with it, as 2.6.0's does
+        (a peer that saw another one would take this instance for someone else;
+        a 2.6.0 applier stops on ER_INSTANCE_UUID_MISMATCH when it reconnects).
+        box.cfg's instance_uuid, else the newest snapshot's (recovery keeps it),
+        else a new one, which bootstrap then takes."""
+        if self.instance_uuid is not None:
+            return self.instance_uuid
+        if self._expected_uuid is None:
+            self._expected_uuid = (cfg.get("instance_uuid") or _snapshot_uuid(cfg)
+                                   or str(uuid_module.uuid4()))
+        return self._expected_uuid
 
     def start(self, cfg: dict[str, Any]) -> None:
         """The storage and replication part of the first box.cfg: local recovery
@@ -320,3 +342,17 @@ def txn_key(sched) -> Callable[[], Any]:
 
 def _is_local_row(row: XRow) -> bool:
     return row.group_id == 1
+
+
+def _snapshot_uuid(cfg: dict) -> str | None:
+    """The instance UUID in the header of the newest snapshot the configuration
+    points at (None without one, or when it cannot be read: recovery says why)."""
+    memtx_dir = cfg.get("memtx_dir") or "."
+    work_dir = cfg.get("work_dir")
+    if work_dir and not os.path.isabs(memtx_dir):
+        memtx_dir = os.path.join(work_dir, memtx_dir)
+    try:
+        snapshots = list_files(memtx_dir, ".snap")
+        return read_meta(snapshots[-1].path).instance_uuid if snapshots else None
+    except Exception:   # noqa: BLE001 - any defect is recovery's to report
+        return None

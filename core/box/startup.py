@@ -45,7 +45,7 @@ def bootstrap(box, memtx_dir: str) -> VClock:
     """No snapshot: become the first instance of a new replica set, or join the
     one the configured peers form. Returns the vclock the WAL starts from; the
     initial checkpoint is written."""
-    box.instance_uuid = box.cfg.get("instance_uuid") or str(uuid_module.uuid4())
+    box.instance_uuid = box.expected_instance_uuid(box.cfg)
     log.info("instance uuid %s", box.instance_uuid)
     box_sync_replication(box, True)
     master = replicaset_leader(box.replicaset)

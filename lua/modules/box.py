@@ -58,6 +58,8 @@ class BoxModule:
         if not self.config.configured:
             values = self.config.first_configure(options)
             given = options or {}
+            # known before `listen` binds: the greeting carries it from the start
+            self.storage.box.expected_instance_uuid(values)
             try:
                 # As 2.6.0 sets up its logger before it reports any option: with
                 # log_level = 2 not even the log_level line is printed.

@@ -526,3 +526,26 @@ def test_dml_from_a_trigger_gives_what_it_gives_where_lua_can_yield(box):
     assert rekey(from_trigger[0][:-1], 100) == direct[0]
     assert from_trigger[0][-1] == [False, "Can not commit transaction in a nested statement"]
     assert box.lua("return box.space.test:len()") == [4]     # 1, 4, 101, 104
+
+
+@pytest.mark.parametrize("restart", [False, True], ids=["bootstrap", "recovery"])
+def test_the_greeting_carries_the_instance_uuid_before_the_box_starts(runners, monkeypatch,
+                                                                      restart):
+    """`listen` binds before recovery or bootstrap: a peer connecting then must be
+    greeted with the UUID the instance is about to have (tests/interop/
+    test_greeting_uuid_oracle.py has 2.6.0's side), not a made-up one."""
+    from spindle.core.box.box import Box
+    if restart:
+        first = runners()
+        first.cfg()
+        first.close()
+    runner = runners()
+    seen = []
+    start = Box.start
+
+    def starting(box, cfg):
+        seen.append(runner.instance.iproto.server.instance_uuid())
+        return start(box, cfg)
+    monkeypatch.setattr(Box, "start", starting)
+    runner.cfg(", listen = '127.0.0.1:0'")
+    assert seen == [runner.instance.storage.box.instance_uuid]
