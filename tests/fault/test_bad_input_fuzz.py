@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import random
 import re
-import socket
-import struct
 import sys
 from pathlib import Path
 
@@ -23,6 +21,8 @@ from spindle.core.net.requests import REPLICATION_TYPES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "integration"))
 from box_process import SPINDLE, BoxProcess  # noqa: E402
+
+from ..interop.test_bad_input_oracle import Client  # noqa: E402
 
 SCRIPT = """
 box.cfg{log_level = 2}
@@ -112,36 +112,18 @@ def _replication_request(packet: bytes) -> bool:
         return False
 
 
-class Connection:
-    def __init__(self, port: int):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-        assert len(self._read(128)) == 128
+class Connection(Client):
+    """A raw IPROTO client sending whole packets as they are (mutated ones too)."""
 
-    def _read(self, n: int) -> bytes:
-        data = b""
-        while len(data) < n:
-            chunk = self.sock.recv(n - len(data))
-            if not chunk:
-                raise EOFError("closed")
-            data += chunk
-        return data
-
-    def send(self, packet: bytes) -> None:
-        self.sock.sendall(b"\xce" + struct.pack(">I", len(packet)) + packet)
+    send = Client.send_packet
 
     def reply(self) -> tuple[int, str | None]:
         """(the reply's type, its error message or None)."""
-        head = self._read(5)
-        assert head[0] == 0xCE, head
-        packet = self._read(struct.unpack(">I", head[1:])[0])
-        header, end = unpack_exact(packet)
+        header, packet, end = self.read_reply()
         if not header[0] & 0x8000:
             return header[0], None
         body, _ = unpack_exact(packet, end)
         return header[0], body[0x31]
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 def test_mutated_requests_get_tarantool_answers(tmp_path):

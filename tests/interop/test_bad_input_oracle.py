@@ -38,10 +38,7 @@ from .oracle import SPINDLE, console_both, tarantool_binary
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "integration"))
 from box_process import BoxProcess  # noqa: E402
 
-SCRIPT = """
-box.cfg{log_level = 1}
-box.schema.user.grant('guest', 'read,write,execute,create,drop,alter', 'universe', nil,
-                      {if_not_exists = true})
+SPACES_LUA = """
 local function space(name, format, parts)
     local s = box.schema.space.create(name, {format = format, if_not_exists = true})
     s:create_index('pk', {parts = parts, if_not_exists = true})
@@ -59,7 +56,12 @@ space('uuidk', {{'k', 'uuid'}}, {1, 'uuid'})
 space('vbin', {{'id', 'unsigned'}, {'v', 'varbinary'}}, {1, 'unsigned'})
 box.space.str:create_index('sk', {parts = {2, 'string'}, unique = false,
                                   if_not_exists = true})
-function echo(...) return ... end
+"""
+SCRIPT = """
+box.cfg{log_level = 1}
+box.schema.user.grant('guest', 'read,write,execute,create,drop,alter', 'universe', nil,
+                      {if_not_exists = true})
+""" + SPACES_LUA + """function echo(...) return ... end
 function types(...)
     local r = {}
     for i = 1, select('#', ...) do r[i] = type((select(i, ...))) end
@@ -137,17 +139,26 @@ class Client:
         """('ok', the reply body's bytes) or ('error', code, message bytes); a
         bytes body is sent as it is."""
         self.sync += 1
-        payload = msgpack.packb({0: rtype, 1: self.sync}) + (
-            body if isinstance(body, bytes) else packb(body))
-        self.sock.sendall(b"\xce" + struct.pack(">I", len(payload)) + payload)
-        head = self._read(5)
-        packet = self._read(struct.unpack(">I", head[1:])[0])
-        header, end = unpack_exact(packet)
+        self.send_packet(msgpack.packb({0: rtype, 1: self.sync}) + (
+            body if isinstance(body, bytes) else packb(body)))
+        header, packet, end = self.read_reply()
         if header[0] & 0x8000:
             reply, _ = unpack_exact(packet, end)
             return ("error", header[0] & 0x7FFF,
                     reply[0x31].encode("utf-8", "surrogateescape"))
         return ("ok", packet[end:])
+
+    def send_packet(self, payload: bytes) -> None:
+        """One packet (header and body) behind its length prefix."""
+        self.sock.sendall(b"\xce" + struct.pack(">I", len(payload)) + payload)
+
+    def read_reply(self) -> tuple[dict, bytes, int]:
+        """The next reply: its header, the packet, and where the body starts."""
+        head = self._read(5)
+        assert head[0] == 0xCE, head
+        packet = self._read(struct.unpack(">I", head[1:])[0])
+        header, end = unpack_exact(packet)
+        return header, packet, end
 
     def close(self) -> None:
         self.sock.close()

@@ -14,27 +14,12 @@ from __future__ import annotations
 
 from ..integration.cluster import Cluster, same_vclocks, wait_for
 from .test_bad_input_oracle import (
-    BAD, HALF, INSERT, ODD_DECIMALS, REPLACE, UNREADABLE, UPDATE, UPSERT, UUID_STR, Client,
-    lua, put, select_all,
+    BAD, HALF, INSERT, ODD_DECIMALS, REPLACE, SPACES_LUA, UNREADABLE, UPDATE, UPSERT, UUID_STR,
+    Client, lua, put, select_all,
 )
 
 FAST = {"replication_timeout": 0.2, "replication_connect_timeout": 15}
-SCHEMA = """
-local function space(name, format, parts)
-    local s = box.schema.space.create(name, {format = format, if_not_exists = true})
-    s:create_index('pk', {parts = parts, if_not_exists = true})
-end
-space('str', {{'id', 'unsigned'}, {'v', 'string'}}, {1, 'unsigned'})
-space('strk', {{'k', 'string'}}, {1, 'string'})
-space('scal', {{'id', 'unsigned'}, {'v', 'scalar'}}, {1, 'unsigned'})
-space('anyf', {{'id', 'unsigned'}, {'v', 'any'}}, {1, 'unsigned'})
-space('nofmt', nil, {1, 'unsigned'})
-space('dec', {{'id', 'unsigned'}, {'v', 'decimal'}}, {1, 'unsigned'})
-space('deck', {{'k', 'decimal'}}, {1, 'decimal'})
-space('uuidf', {{'id', 'unsigned'}, {'v', 'uuid'}}, {1, 'unsigned'})
-space('uuidk', {{'k', 'uuid'}}, {1, 'uuid'})
-space('vbin', {{'id', 'unsigned'}, {'v', 'varbinary'}}, {1, 'unsigned'})
-box.space.str:create_index('sk', {parts = {2, 'string'}, unique = false, if_not_exists = true})
+SCHEMA = SPACES_LUA + """
 space('stage', nil, {1, 'unsigned'})
 """
 SPACE_NAMES = ("str", "strk", "scal", "anyf", "nofmt", "dec", "deck", "uuidf", "uuidk")
