@@ -24,7 +24,7 @@ from spindle.core.iproto.xrow import XRow, decode_dml_body
 from spindle.core.box.field_types import ext_hook
 from spindle.core.vclock import VClock
 from spindle.core.version import VERSION_STRING
-from spindle.core.wal.checkpoint import Checkpointer, write_snapshot
+from spindle.core.wal.checkpoint import Checkpointer
 from spindle.core.wal.gc import GarbageCollector
 from spindle.core.wal.recovery import RecoveryProgress, recover
 from spindle.core.wal.writer import WalWriter

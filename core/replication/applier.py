@@ -268,12 +268,12 @@ class Applier:
                 if failed_write is not None:
                     # Whatever the WAL said, what is written is consistent: start
                     # again from there.
-                    exc, reaction = failed_write, S.DISCONNECTED
+                    error, reaction = failed_write, S.DISCONNECTED
                 else:
-                    reaction = self._reaction(exc)
-                self.diag = exc
+                    error, reaction = exc, self._reaction(exc)
+                self.diag = error
                 if reaction != S.OFF:
-                    self._log_error(exc, reaction)
+                    self._log_error(error, reaction)
                 self._disconnect(reaction)
                 if reaction in (S.OFF, S.STOPPED):
                     return

@@ -299,7 +299,7 @@ class _LoadState:
 _NOT_PLAIN = object()
 
 
-def _error_message(exc: yaml.YAMLError, documents: int) -> str:
+def _error_message(exc: Exception, documents: int) -> str:
     """lyaml generate_error_message."""
     problem = getattr(exc, "problem", None) or getattr(exc, "reason", None) or "A problem"
     message = f"{problem} at document: {documents}"

@@ -247,8 +247,8 @@ def observe_kill9(cluster: Cluster, kind: str, *, writers: int = 3,
         acknowledged = set(acked)
     node.stop()
     node.start()
-    present = set(node.eval(f"local keys = {{}} for _, t in box.space.t:pairs() do "
-                            f"keys[#keys + 1] = t[1] end return keys") or [])
+    present = set(node.eval("local keys = {} for _, t in box.space.t:pairs() do "
+                            "keys[#keys + 1] = t[1] end return keys") or [])
     node.stop()
     return {"status": status,
             "missing after restart": sorted(acknowledged - present),

@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 import socket
 import subprocess
-from pathlib import Path
 
 import pytest
 

@@ -162,7 +162,6 @@ def test_lua_error_carries_traceback(instance):
 
 def test_cancelled_error_keeps_its_type(instance):
     def main():
-        fiber = instance.fiber
         with pytest.raises(FiberIsCancelled):
             instance.sched.current.cancel()
             instance.run_chunk("require('fiber').sleep(1)", "=test")

@@ -418,7 +418,7 @@ def test_shutdown_cancels_and_joins_every_fiber():
 def test_pooled_greenlets_are_reused(sched, run):
     def main():
         for _ in range(50):
-            f = sched.spawn(lambda: None)
+            sched.spawn(lambda: None)
         return len(sched._pool)
 
     assert run(main) <= 2
