@@ -26,7 +26,11 @@ from .topology import Topology, master_master, master_replicas
 from .workloads import RegisterOutcome, RegisterWorkload, SetOutcome, SetWorkload
 
 WORKLOADS = ("set", "register", "master-master")
+# How long the schedule may run on after the workload's time: a fault that restarts a
+# node waits for its recovery, which on a busy machine takes ~20 s for the ~900k rows
+# a 60 s run of 16 writers leaves (two such runs of the matrix overran 180 s).
 SCHEDULE_TIMEOUT = 180.0
+SCHEDULE_TIMEOUT_PER_SECOND = 4.0      # more for each second of workload
 
 
 @dataclass(frozen=True)
@@ -130,11 +134,12 @@ def _run(scenario: Scenario, topology: Topology) -> Result:
         # the workload runs for its time (a length, never a check), and on until
         # every scheduled fault has been done (restarts can make the schedule late)
         threading.Event().wait(scenario.seconds)
-        finished = nemesis.wait_finished(SCHEDULE_TIMEOUT)
+        bound = SCHEDULE_TIMEOUT + SCHEDULE_TIMEOUT_PER_SECOND * scenario.seconds
+        finished = nemesis.wait_finished(bound)
     finally:
         nemesis.stop()             # the current fault undone, everything healed
         outcome = workload.stop()
-    assert finished, f"the schedule did not finish in {SCHEDULE_TIMEOUT} s: {nemesis.log}"
+    assert finished, f"the schedule did not finish in {bound} s: {nemesis.log}"
     acked = {space: outcome.acked} if isinstance(outcome, SetOutcome) else {}
     # a Tarantool 2.6.0 master of sync writes: its gh-5185 is told apart
     reference_bugs = scenario.sync and topology.masters[0].kind == "tarantool"
