@@ -92,6 +92,19 @@ def test_a_flipped_byte_makes_the_last_block_corrupt(tmp_path):
         assert [e.offset for e in reader.skipped] == [last.offset]
 
 
+def test_the_last_block_is_found_past_a_block_damaged_before(tmp_path):
+    """2.6.0 started with force_recovery writes on after a block it skipped, in the
+    same file: a second flip or tear of that file must find its last whole block
+    (the matrix's 2.6.0 fault runs stopped on CorruptBlock here)."""
+    path = write_xlog(tmp_path, [[row(i)] for i in range(1, 4)])
+    middle = decode_file(path.read_bytes()).blocks[1]
+    data = bytearray(path.read_bytes())
+    data[middle.offset + FIXHEADER_SIZE] ^= 0xFF
+    path.write_bytes(bytes(data))
+    damage = tear_tail(tmp_path, random.Random(1))
+    assert damage.lsns == (3, 3) and damage.offset > middle.offset + middle.size
+
+
 def test_no_block_no_damage(tmp_path):
     write_xlog(tmp_path, [])
     assert tear_tail(tmp_path, random.Random(1)) is None
