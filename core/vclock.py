@@ -181,7 +181,8 @@ class VClock:
     def __gt__(self, other: VClock) -> bool:
         return self.compare(other) == 1
 
-    __hash__ = None  # mutable
+    # No __hash__: a vclock is mutable (Python sets __hash__ to None for a class
+    # that defines __eq__ alone; mypy does not let it be assigned None explicitly).
 
     # -- copies and forms -----------------------------------------------------
 

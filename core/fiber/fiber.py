@@ -42,7 +42,10 @@ class Fiber:
         self.csw = 0                  # context switches, as fiber.info() reports
         self.storage: dict = {}       # fiber-local storage for Python code
         self.on_exit: list[Callable[[Fiber], None]] = []
-        self._fn, self._args, self._kwargs = fn, args, kwargs
+        # dropped when the fiber dies: a dead fiber must not keep its closure alive
+        self._fn: Callable | None = fn
+        self._args: tuple | None = args
+        self._kwargs: dict | None = kwargs
         self._greenlet: greenlet.greenlet | None = None
         self._ready = False
         self._timed_out = False
@@ -58,8 +61,11 @@ class Fiber:
 
     def _run(self) -> None:
         self.status = "running"
+        fn, args, kwargs = self._fn, self._args, self._kwargs
+        # a fiber runs once: only _finish, after the run, clears them
+        assert fn is not None and args is not None and kwargs is not None
         try:
-            self._result = self._fn(*self._args, **self._kwargs)
+            self._result = fn(*args, **kwargs)
         except greenlet.GreenletExit as exc:   # killed at shutdown, or os.exit()
             self._error = exc
             self._finish()
@@ -130,6 +136,9 @@ class Fiber:
         if me is self:
             raise BoxError("the fiber can't join itself")
         while self.status != "dead":
+            if me is None:
+                # (sched.wait's own error; raised before `None` could join _joiners)
+                raise RuntimeError("blocking call outside of a fiber")
             self._joiners.append(me)
             self.sched.wait(None)
             if me in self._joiners:

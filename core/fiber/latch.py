@@ -2,14 +2,18 @@
 from __future__ import annotations
 
 import collections
+from typing import TYPE_CHECKING
 
 from spindle.core.iproto.errors import BoxError
 
 from .fiber import Fiber
 
+if TYPE_CHECKING:
+    from .scheduler import Scheduler
+
 
 class Latch:
-    def __init__(self, sched):
+    def __init__(self, sched: Scheduler):
         self.sched = sched
         self.owner: Fiber | None = None
         self._queue: collections.deque[Fiber] = collections.deque()
@@ -25,6 +29,8 @@ class Latch:
         if self.trylock():
             return True
         me = self.sched.current
+        if me is None:   # (sched.wait's own error, before `None` could queue)
+            raise RuntimeError("blocking call outside of a fiber")
         if self.owner is me:
             raise BoxError("latch is already held by this fiber")
         self._queue.append(me)

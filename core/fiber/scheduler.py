@@ -180,7 +180,8 @@ class Scheduler:
         # `clock` drives timers; a fake clock with an `advance(dt)` method makes the hub
         # jump over idle time instead of sleeping (deterministic tests).
         self.clock = clock or time.monotonic
-        self._fake_clock = hasattr(self.clock, "advance")
+        self._clock_advance: Callable[[float], object] | None = getattr(
+            self.clock, "advance", None)
         self._ready: collections.deque[Fiber] = collections.deque()
         self._timers: list = []
         self._timer_seq = itertools.count()
@@ -259,6 +260,7 @@ class Scheduler:
             if len(self._pool) >= _POOL_LIMIT or self._stopping:
                 return
             self._pool.append(greenlet.getcurrent())
+            assert self.hub is not None   # run() set it before any fiber ran
             fiber = self.hub.switch()
 
     # -------------------------------------------------------- waiting/waking
@@ -303,7 +305,9 @@ class Scheduler:
             else:
                 heapq.heappush(self._timers, (self.clock() + timeout, next(self._timer_seq),
                                               fiber, fiber._wait_token))
-        self.hub.switch()
+        hub = self.hub
+        assert hub is not None   # a fiber is current: run() set the hub before it ran
+        hub.switch()
         self.current = fiber
         fiber.csw += 1
         fiber._wait_token += 1   # invalidates a pending timer of this wait
@@ -345,9 +349,12 @@ class Scheduler:
         """fiber.sleep: returns after `seconds` or on wakeup; raises if cancelled
         (before sleeping too, so a cancelled fiber that catches the error and loops
         cannot sleep on)."""
-        self.current.testcancel()
+        fiber = self.current
+        if fiber is None:
+            raise RuntimeError("blocking call outside of a fiber")
+        fiber.testcancel()
         self._park(max(0.0, float(seconds)))
-        self.current.testcancel()
+        fiber.testcancel()
 
     def yield_(self) -> None:
         self.sleep(0)
@@ -360,6 +367,8 @@ class Scheduler:
     def wait_io(self, fileobj, events: int, timeout: float | None = None) -> bool:
         """Park until `fileobj` is readable/writable (selectors.EVENT_*) or timeout."""
         fiber = self.current
+        if fiber is None:   # (_park's error, before a waiter could be registered)
+            raise RuntimeError("blocking call outside of a fiber")
         fd = fileobj if isinstance(fileobj, int) else fileobj.fileno()
         watch = self._watches.get(fd)
         if (watch is not None and watch.ref() is fileobj and not watch.waiters
@@ -497,7 +506,10 @@ class Scheduler:
         if main_fiber:
             main_fiber.set_joinable(True)
             # A failing main fiber (a startup script that raised) ends the loop at once.
-            main_fiber.on_exit.append(lambda f: f._error is not None and self.stop())
+            def stop_on_error(fiber: Fiber) -> None:
+                if fiber._error is not None:
+                    self.stop()
+            main_fiber.on_exit.append(stop_on_error)
         self._stopping = False
         while not self._stopping:
             if until_idle and not self.fibers and not self._has_pending_work():
@@ -526,8 +538,8 @@ class Scheduler:
 
     def _run_once(self) -> None:
         timeout = self._poll_timeout()
-        if self._fake_clock and timeout:
-            self.clock.advance(timeout)
+        if self._clock_advance is not None and timeout:
+            self._clock_advance(timeout)
             timeout = 0
         watches = self._watches
         if timeout != 0 and self._spin_until > time.monotonic():
@@ -674,6 +686,8 @@ class Scheduler:
         ran = time.monotonic() - self._segment_start
         if ran > STALL_THRESHOLD:
             fiber = self._segment_fiber
+            # a segment ends only after one began: a fiber became current with it
+            assert fiber is not None
             self.stalls.append((fiber.name, ran))
             log.warn("fiber '%s' (id %d) ran %.0f ms without yielding",
                      fiber.name, fiber.id, ran * 1000)

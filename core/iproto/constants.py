@@ -190,7 +190,7 @@ def is_synchro(request_type: int) -> bool:
     return request_type in (IprotoType.CONFIRM, IprotoType.ROLLBACK)
 
 
-_TYPE_NAMES = {
+_TYPE_NAMES: dict[int, str] = {
     IprotoType.SELECT: "SELECT", IprotoType.INSERT: "INSERT", IprotoType.REPLACE: "REPLACE",
     IprotoType.UPDATE: "UPDATE", IprotoType.DELETE: "DELETE", IprotoType.AUTH: "AUTH",
     IprotoType.EVAL: "EVAL", IprotoType.UPSERT: "UPSERT", IprotoType.CALL: "CALL",
