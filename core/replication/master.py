@@ -22,6 +22,9 @@ from spindle.core.iproto.replication import (
     decode_join, decode_register, decode_subscribe, encode_subscribe_response,
     encode_vclock_row,
 )
+from spindle.core.wal.gc import (
+    gc_consumer_advance, gc_consumer_register, gc_consumer_unregister,
+)
 
 from .relay import (
     Relay, join_write_timeout, relay_final_join, relay_initial_join, relay_set_state,
@@ -73,14 +76,14 @@ def _registered_id(box, uuid: str) -> int:
 
 
 def _register_consumer(box, uuid: str, vclock):
-    return box.gc.register_consumer(f"replica {uuid}", vclock)
+    return gc_consumer_register(box.gc, vclock, f"replica {uuid}")
 
 
 def _hand_consumer(box, uuid: str, consumer) -> None:
     """The stage is done: the consumer becomes the replica's (an older one goes)."""
     replica = box.replicaset.get_or_add(uuid)
     if replica.gc is not None and replica.gc is not consumer:
-        box.gc.unregister_consumer(replica.gc)
+        gc_consumer_unregister(box.gc, replica.gc)
     replica.gc = consumer
 
 
@@ -112,7 +115,7 @@ def box_process_join(executor, session, request, stream) -> None:
         consumer = None
     finally:
         if consumer is not None:
-            box.gc.unregister_consumer(consumer)
+            gc_consumer_unregister(box.gc, consumer)
 
 
 def send_final_stage(box, stream, sync: int, start, stop, uuid: str, consumer) -> None:
@@ -121,7 +124,7 @@ def send_final_stage(box, stream, sync: int, start, stop, uuid: str, consumer) -
     relay_final_join(box, stream, sync, start, stop)
     log.info("final data sent.")
     stream.write_row(encode_vclock_row(box.vclock), sync, join_write_timeout(box))
-    box.gc.advance_consumer(consumer, stop)
+    gc_consumer_advance(box.gc, consumer, stop)
     _hand_consumer(box, uuid, consumer)
 
 
@@ -165,7 +168,7 @@ def box_process_register(executor, session, request, stream) -> None:
         consumer = None
     finally:
         if consumer is not None:
-            box.gc.unregister_consumer(consumer)
+            gc_consumer_unregister(box.gc, consumer)
 
 
 # --------------------------------------------------------------- SUBSCRIBE

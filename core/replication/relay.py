@@ -56,6 +56,7 @@ from spindle.core.xlog.format import encode_row_list
 from spindle.core.net.protocol import PacketError, decode_packet
 from spindle.core.net.session import format_peer
 from spindle.core.vclock import VClock
+from spindle.core.wal.gc import gc_consumer_advance
 
 from .replica import RelayState, Replica
 from .wal_cursor import Transaction, WalCursor
@@ -370,7 +371,7 @@ class Relay:
         target = starts[-1].copy()
         target.reset(0, max(target.get(0), consumer.vclock.get(0)))
         if vclock_covers(target, consumer.vclock) and target.signature > consumer.signature:
-            gc.advance_consumer(consumer, target)
+            gc_consumer_advance(gc, consumer, target)
 
 
 def relay_set_state(relay: Relay, state: RelayState) -> None:

@@ -15,6 +15,7 @@ from spindle.core.fiber import Cond
 from spindle.core.fiber.trigger import TriggerList
 from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.vclock import VClock
+from spindle.core.wal.gc import gc_consumer_unregister
 
 from .replica import REPLICA_ID_NIL, VCLOCK_MAX, ApplierState, RelayState, Replica
 
@@ -110,7 +111,7 @@ class ReplicaSet:
                     log.info("removed replica %s", replica.uuid)
                     if replica.gc is not None and self.box.gc is not None:
                         # replica_clear_id(): the xlogs it kept may go now
-                        self.box.gc.unregister_consumer(replica.gc)
+                        gc_consumer_unregister(self.box.gc, replica.gc)
                         replica.gc = None
                     if replica.uuid == self.box.instance_uuid:
                         self.box.on_own_id_changed()

@@ -1,8 +1,9 @@
 """Garbage collection of checkpoints (.snap) and WAL files (.xlog), as gc.c of 2.6.0.
 
 State: the checkpoints (oldest first, each with the names of whoever holds it, e.g. a
-backup), the WAL consumers (a replica: a name and the vclock it has read up to) and
-`vclock`, the oldest vclock whose rows are still kept.
+backup), the WAL consumers (a replica: a name and the vclock it has read up to; see
+gc_consumer_register/advance/unregister at the end) and `vclock`, the oldest vclock
+whose rows are still kept.
 
 A cleanup round:
 1. drop the oldest checkpoints while more than `checkpoint_count` remain and the oldest
@@ -115,38 +116,6 @@ class GarbageCollector:
         checkpoint.references.remove(name)
         self.schedule_cleanup()
 
-    # --------------------------------------------------------------- consumers
-
-    def register_consumer(self, name: str, vclock: VClock) -> Consumer:
-        consumer = Consumer(name, vclock.copy())
-        self.consumers.append(consumer)
-        self._sort_consumers()
-        return consumer
-
-    def find_consumer(self, name: str) -> Consumer | None:
-        return next((c for c in self.consumers if c.name == name), None)
-
-    def advance_consumer(self, consumer: Consumer, vclock: VClock) -> None:
-        """The consumer has read everything before `vclock`: older files may go."""
-        if consumer.is_inactive or vclock.signature == consumer.signature:
-            return
-        if vclock.signature < consumer.signature:
-            raise ValueError(f"consumer {consumer.name} cannot go back from "
-                             f"{consumer.vclock} to {vclock}")
-        consumer.vclock = vclock.copy()
-        self._sort_consumers()
-        self.schedule_cleanup()
-
-    def unregister_consumer(self, consumer: Consumer) -> None:
-        if consumer in self.consumers:
-            self.consumers.remove(consumer)
-            self.schedule_cleanup()
-        consumer.is_inactive = True
-
-    def _sort_consumers(self) -> None:
-        self.consumers.sort(key=functools.cmp_to_key(
-            lambda a, b: a.vclock.lex_compare(b.vclock)))
-
     # ----------------------------------------------------------------- cleanup
 
     def schedule_cleanup(self) -> None:
@@ -238,3 +207,40 @@ class GarbageCollector:
 
     def snapshot_path(self, checkpoint: Checkpoint) -> str:
         return os.path.join(self.memtx_dir, format_filename(checkpoint.signature, ".snap"))
+
+
+# ------------------------------------------------------------------- consumers
+# gc_consumer_register/advance/unregister of 2.6.0, as seeds/relay.txt shows them in
+# box_process_join: a replica being joined, then subscribed, holds the WAL files it
+# has not read yet.
+
+def gc_consumer_register(gc: GarbageCollector, vclock: VClock, name: str) -> Consumer:
+    """A new WAL consumer that has read everything before `vclock` (e.g. "replica <uuid>")."""
+    consumer = Consumer(name, vclock.copy())
+    gc.consumers.append(consumer)
+    _sort_consumers(gc.consumers)
+    return consumer
+
+
+def gc_consumer_advance(gc: GarbageCollector, consumer: Consumer, vclock: VClock) -> None:
+    """The consumer has read everything before `vclock`: older files may go."""
+    if consumer.is_inactive or vclock.signature == consumer.signature:
+        return
+    if vclock.signature < consumer.signature:
+        raise ValueError(f"consumer {consumer.name} cannot go back from "
+                         f"{consumer.vclock} to {vclock}")
+    consumer.vclock = vclock.copy()
+    _sort_consumers(gc.consumers)
+    gc.schedule_cleanup()
+
+
+def gc_consumer_unregister(gc: GarbageCollector, consumer: Consumer) -> None:
+    """The consumer is gone (its replica left or was deleted): it holds nothing more."""
+    if consumer in gc.consumers:
+        gc.consumers.remove(consumer)
+        gc.schedule_cleanup()
+    consumer.is_inactive = True
+
+
+def _sort_consumers(consumers: list[Consumer]) -> None:
+    consumers.sort(key=functools.cmp_to_key(lambda a, b: a.vclock.lex_compare(b.vclock)))

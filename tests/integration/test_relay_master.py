@@ -15,6 +15,7 @@ import uuid as uuid_module
 import pytest
 
 from spindle.core.replication import relay as relay_module
+from spindle.core.wal.gc import gc_consumer_unregister
 
 from .cluster import wait_for
 from .fake_replica import INSERT, NOP, OK, FakeReplica, frame_bytes
@@ -288,8 +289,8 @@ def test_resubscribe_from_files_after_rotation_and_a_gap_after_gc(master):
         peer.ack({1: last})
     # Without a consumer the files go: an old vclock is a gap, told to the replica.
     wait_for(lambda: relay_info(master, REPLICA)["status"] == "stopped", 5, "stop")
-    master.call(lambda: master.box.gc.unregister_consumer(
-        master.box.replicaset.replica_by_uuid(REPLICA).gc))
+    master.call(lambda: gc_consumer_unregister(
+        master.box.gc, master.box.replicaset.replica_by_uuid(REPLICA).gc))
     lua(master, "box.space.test:insert{46, 'd'} box.snapshot()")
     with FakeReplica(master.port, "rep", "pw") as peer:
         peer.subscribe(peer_cluster(master), REPLICA, vclock)

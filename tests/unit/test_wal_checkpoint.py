@@ -20,7 +20,9 @@ from spindle.core.vclock import VClock
 from spindle.core.wal import checkpoint
 from spindle.core.wal.checkpoint import Checkpointer, CheckpointSchedule, write_snapshot, \
     write_snapshot_file
-from spindle.core.wal.gc import GarbageCollector
+from spindle.core.wal.gc import (
+    GarbageCollector, gc_consumer_advance, gc_consumer_register, gc_consumer_unregister,
+)
 from spindle.core.wal.recovery import recover
 from spindle.core.wal.writer import WalWriter
 from spindle.core.xlog.files import list_files, read_meta
@@ -252,7 +254,7 @@ def test_consumer_holds_xlogs_until_it_advances(tmp_path):
 
     def main():
         engine.add(wal, 1, 1)
-        consumer = gc.register_consumer("replica 2222", VClock({1: 1}))
+        consumer = gc_consumer_register(gc, VClock({1: 1}), "replica 2222")
         for _ in range(3):
             engine.add(wal, 1, 1)
             checkpointer.checkpoint()
@@ -260,10 +262,10 @@ def test_consumer_holds_xlogs_until_it_advances(tmp_path):
         assert [f.signature for f in list_files(str(tmp_path), ".snap")] == [4]
         assert gc.info()["consumers"] == [
             {"name": "replica 2222", "vclock": {1: 1}, "signature": 1}]
-        gc.advance_consumer(consumer, VClock({1: 3}))
+        gc_consumer_advance(gc, consumer, VClock({1: 3}))
         gc.wait_cleanup()
         assert [f.signature for f in list_files(str(tmp_path))] == [3]
-        gc.unregister_consumer(consumer)
+        gc_consumer_unregister(gc, consumer)
         gc.wait_cleanup()
         assert gc.info()["vclock"] == {1: 4}
         wal.stop()
@@ -278,7 +280,7 @@ def test_gc_info_has_the_shape_of_2_6_0(tmp_path):
         (FIXTURES / "box_info" / "master-gc-after-snapshot.yaml").read_text())[0]
     gc = GarbageCollector(str(tmp_path), None, checkpoint_count=2)
     gc.load_checkpoints([VClock(), VClock({1: 25})])
-    gc.register_consumer("replica 22222222-2222-4222-8222-222222222222", VClock({1: 14}))
+    gc_consumer_register(gc, VClock({1: 14}), "replica 22222222-2222-4222-8222-222222222222")
     gc.run_cleanup()
     assert gc.info() == expected
 
