@@ -1,10 +1,10 @@
 """The in-memory tail of the WAL: rows written lately, for relays that are close behind.
 
 2.6.0's relay thread re-reads the current .xlog file on every WAL event. A relay here is
-a fiber of the tx thread, where decoding a file again costs the loop; instead the WAL
-writer's `on_write_encoded` hook (run in tx after every batch, with the rows signed:
-REPLICA_ID, LSN, TSN, FLAGS, TIMESTAMP, and each row's bytes as written) appends each
-batch to this tail, and relays that caught up read from it. Relays that are further behind read
+a fiber of the tx thread, where decoding a file again costs the loop; instead the tail
+is the WAL watcher (wal_set_watcher, called in tx after every batch, with the rows
+signed: REPLICA_ID, LSN, TSN, FLAGS, TIMESTAMP, and each row's bytes as written) and
+appends each batch to itself, and relays that caught up read from it. Relays that are further behind read
 files (wal_cursor.py) and switch to the tail once they reach it. A relay waits for
 batches on `cond` (woken by each) or, to let several pile up, in `hold()` (woken only
 by an urgent one: appended while `urgent()` says so — the relays' says "synchronous
@@ -53,6 +53,7 @@ from typing import Callable, Sequence
 from spindle.core.fiber import Cond
 from spindle.core.iproto.xrow import XRow
 from spindle.core.vclock import VClock
+from spindle.core.wal.writer import wal_clear_watcher, wal_set_watcher
 from spindle.core.xlog.format import LocalTxRows
 
 from .wire_tx import decode_frames, extend_frames, plain_tx
@@ -126,10 +127,7 @@ class WalTail:
         self._room_rows = 0
         self._room_bytes = 0
         self._held: set = set()     # fibers in hold()
-        # a WalWriter hands over each row's bytes too; other journals (tests' fakes)
-        # the rows alone
-        self._hooks = getattr(wal, "on_write_encoded", wal.on_write)
-        self._hooks.append(self._on_write)
+        wal_set_watcher(wal, self._on_write)
 
     @property
     def max_rows(self) -> int:
@@ -150,8 +148,7 @@ class WalTail:
         self._span_bytes = min(MAX_SPAN_BYTES, size >> 2)
 
     def detach(self) -> None:
-        if self._on_write in self._hooks:
-            self._hooks.remove(self._on_write)
+        wal_clear_watcher(self.wal, self._on_write)
 
     # ----------------------------------------------------------- WAL side
 
@@ -171,8 +168,8 @@ class WalTail:
         return self._bytes
 
     def _on_write(self, rows: list[XRow], encoded: list[bytes] | None = None) -> None:
-        """WalWriter.on_write(_encoded): runs in tx with the rows of one completed
-        batch; the writer's vclock is already the one after them (kept as it is:
+        """The WAL watcher (relay_process_wal_event of the seed, for every relay):
+        runs in tx with the rows of one completed batch; the writer's vclock is already the one after them (kept as it is:
         the writer never changes a vclock it has handed out).
 
         A one-row batch that continues the open span (plain_tx of one row, the

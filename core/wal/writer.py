@@ -43,6 +43,9 @@ Files follow wal.c: an xlog is created on the first write after start or rotatio
 is named by the vclock before its first row; `rotate()` (checkpoints) closes the current
 file only if it has rows; at `stop()` an empty xlog named by the final vclock is left
 when the current file has rows, so the next start finds its vclock without a scan.
+
+WAL watchers (wal_set_watcher, wal_clear_watcher: the relays' in-memory tail) are
+called in tx with each batch written, in the order of the file.
 """
 from __future__ import annotations
 
@@ -71,6 +74,8 @@ MODES = ("none", "write", "fsync")
 _LOCAL = int(GroupId.LOCAL)
 DEFAULT_MAX_SIZE = 256 * 1024 * 1024
 XLOG_EXT = ".xlog"
+# A WAL watcher's callback: the rows of one batch written, each row's bytes (or None).
+WalWatcher = Callable[[list[XRow], "list[bytes] | None"], None]
 
 
 class WalIO:
@@ -279,10 +284,10 @@ class WalWriter:
         self.compress = compress
         self.io = io or WalIO()
         self.vclock = vclock.copy()      # the tx view: what is known to be written
-        self.on_write: list[Callable[[list[XRow]], None]] = []
-        # the same, with each row's bytes as written (None when nothing is written:
+        # WAL watchers (wal_set_watcher): called in tx with the rows of each batch
+        # written and each row's bytes as written (None when nothing is written:
         # wal_mode 'none'), for relays forwarding them without encoding them again
-        self.on_write_encoded: list[Callable[[list[XRow], list[bytes] | None], None]] = []
+        self.watchers: list[WalWatcher] = []
         self.batches = 0                 # batches completed (tests, stats)
         # tx-side rollback state (see the module doc)
         self._last_entry: JournalEntry | None = None
@@ -300,9 +305,9 @@ class WalWriter:
         self._busy = False               # the thread, or tx inline, owns the writer state
         # Batches the thread wrote (counted under the lock) and those tx completed:
         # tx writes inline only when they are equal, so that tx sees every batch,
-        # its vclock and its rows (the on_write hooks: the relays' WAL tail) in the
+        # its vclock and its rows (the watchers: the relays' WAL tail) in the
         # order of the file. Without this an inline batch written before tx ran the
-        # completion of the thread's previous batch reached the hooks first, the
+        # completion of the thread's previous batch reached the watchers first, the
         # WAL vclock went back when that completion ran, and relays skipped the
         # thread's batch as already sent: rows lost on replicas (issue 21).
         self._thread_batches = 0
@@ -441,8 +446,8 @@ class WalWriter:
             entry.vclock = vclock.copy()
         self.batches += 1
         self._finish(entry)
-        if entry.error is None:
-            self._run_on_write(entry.rows)
+        if entry.error is None and self.watchers:
+            self._notify_watchers(entry.rows, None)
 
     def _call(self, kind: str, arg: object = None):
         if self._stopped and kind != "stop":
@@ -557,15 +562,15 @@ class WalWriter:
             with self._cv:
                 self._queue.append(_Control("end_rollback"))
                 self._cv.notify()
-        if written and (self.on_write or self.on_write_encoded):
-            self._run_on_write(written, encoded)
+        if written and self.watchers:
+            self._notify_watchers(written, encoded)
 
     def _complete_entry(self, entry: JournalEntry) -> None:
         """_complete_batch of the usual batch: one entry, written or refused alone,
-        no rollback going on. The hooks get the entry's own lists (never changed)."""
+        no rollback going on. The watchers get the entry's own lists (never changed)."""
         self._finish(entry)
-        if entry.error is None and (self.on_write or self.on_write_encoded):
-            self._run_on_write(entry.rows, entry.encoded)
+        if entry.error is None and self.watchers:
+            self._notify_watchers(entry.rows, entry.encoded)
 
     def _finish(self, entry: JournalEntry) -> None:
         entry.done = True
@@ -577,21 +582,15 @@ class WalWriter:
             except Exception as exc:   # one txn's callback must not lose the others
                 log.error("journal entry completion failed: %s", exc)
 
-    def _run_on_write(self, rows: list[XRow], encoded: list[bytes] | None = None) -> None:
-        # (copies: a hook may remove itself; one hook's failure must not keep the
-        # others from running)
-        if self.on_write:
-            for hook in list(self.on_write):
-                try:
-                    hook(rows)
-                except Exception as exc:
-                    log.error("on_write hook %r failed: %s", hook, exc)
-        if self.on_write_encoded:
-            for hook in list(self.on_write_encoded):
-                try:
-                    hook(rows, encoded)
-                except Exception as exc:
-                    log.error("on_write hook %r failed: %s", hook, exc)
+    def _notify_watchers(self, rows: list[XRow], encoded: list[bytes] | None) -> None:
+        """wal_notify_watchers(): a batch is written. (A copy of the list: a watcher
+        may clear itself; one watcher's failure must not keep the others from
+        running.)"""
+        for watcher in list(self.watchers):
+            try:
+                watcher(rows, encoded)
+            except Exception as exc:
+                log.error("WAL watcher %r failed: %s", watcher, exc)
 
     # ------------------------------------------------------------ writer thread
 
@@ -911,3 +910,17 @@ class WalWriter:
             os.close(fd)
             raise
         return _WalFile(path, fd, meta, end, header_size=header_size)
+
+
+def wal_set_watcher(wal: WalWriter, watcher_cb: WalWatcher) -> None:
+    """Call `watcher_cb(rows, encoded)` in tx after every batch the WAL writes
+    (wal_set_watcher of seeds/relay.txt, where each relay thread sets one and
+    relay_process_wal_event reads the new rows from the file; here one in-memory
+    tail, wal_tail.py, watches for every relay)."""
+    wal.watchers.append(watcher_cb)
+
+
+def wal_clear_watcher(wal: WalWriter, watcher_cb: WalWatcher) -> None:
+    """The watcher set by wal_set_watcher() is called no more."""
+    if watcher_cb in wal.watchers:
+        wal.watchers.remove(watcher_cb)

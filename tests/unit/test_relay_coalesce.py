@@ -24,6 +24,7 @@ from spindle.core.replication.wal_cursor import WalCursor
 from spindle.core.replication.wal_tail import WalTail
 from spindle.core.replication.wire_tx import WireRun, WireTx, frame_rows, plain_tx
 from spindle.core.vclock import VClock
+from spindle.core.wal.writer import wal_set_watcher
 from spindle.core.xlog.format import decode_file, encode_row
 
 from .test_relay_wire import (
@@ -127,7 +128,7 @@ def test_plain_tail_transactions_come_as_wire_txs(run, sched, tmp_path, encoded_
 def test_the_wal_hands_over_the_bytes_it_wrote(run, make_writer, tmp_path):  # noqa: F811
     writer = make_writer({1: 1})
     seen = []
-    writer.on_write_encoded.append(lambda rows, encoded: seen.append((list(rows), encoded)))
+    wal_set_watcher(writer, lambda rows, encoded: seen.append((list(rows), encoded)))
 
     def main():
         writer.write([insert(1, 0, key=1), insert(1, 0, key=2)])
@@ -144,7 +145,7 @@ def test_the_wal_hands_over_the_bytes_it_wrote(run, make_writer, tmp_path):  # n
 def test_without_a_file_the_wal_hands_over_no_bytes(run, make_writer):  # noqa: F811
     writer = make_writer({1: 1}, mode="none")
     seen = []
-    writer.on_write_encoded.append(lambda rows, encoded: seen.append(encoded))
+    wal_set_watcher(writer, lambda rows, encoded: seen.append(encoded))
     run(lambda: writer.write([insert(1, 0, key=1)]))
     assert seen == [None]
 

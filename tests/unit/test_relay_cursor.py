@@ -217,8 +217,8 @@ def test_a_one_row_batch_not_after_the_open_spans_last_lsn_is_not_added_to_it(
             wal.write([insert(key)])
         stale = XRow(type=IprotoType.INSERT, replica_id=1, lsn=2, tsn=2, is_commit=True,
                      timestamp=1.0, body=encode_dml_body(IprotoType.INSERT, 512, tuple=[2]))
-        for hook in wal.on_write_encoded:            # as the WAL runs its hooks
-            hook([stale], [encode_row(stale)])
+        for watcher in wal.watchers:                 # as the WAL notifies its watchers
+            watcher([stale], [encode_row(stale)])
         assert [(b.rows is None, b.first_lsn, b.lsn) for b in tail.batches] == [
             (True, 1, 3), (True, 2, 2)]
         tail.detach()

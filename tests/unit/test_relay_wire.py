@@ -286,7 +286,7 @@ class FileWal:
     def __init__(self, wal_dir: Path, vclock: VClock):
         self.wal_dir = str(wal_dir)
         self.vclock = vclock
-        self.on_write: list = []
+        self.watchers: list = []
         self.starts: list[VClock] = []
 
     def xlog_vclocks(self) -> list[VClock]:

@@ -17,7 +17,7 @@ from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.iproto.xrow import XRow, encode_dml_body
 from spindle.core.vclock import VClock
 from spindle.core.wal.recovery import recover
-from spindle.core.wal.writer import WalIO, WalWriter, assign_lsn
+from spindle.core.wal.writer import WalIO, WalWriter, assign_lsn, wal_set_watcher
 from spindle.core.xlog.files import XlogReader, list_files, read_meta
 from spindle.core.xlog.format import EOF_MARKER_BYTES, decode_file
 
@@ -178,11 +178,11 @@ def test_a_replicated_row_that_goes_back_fails_only_its_entry(run, make_writer):
     assert outcome["next"] == VClock({1: 25, 2: 8})
 
 
-def test_vclocks_handed_out_never_change_and_hooks_get_the_bytes_written(run, make_writer,
-                                                                         tmp_path):
+def test_vclocks_handed_out_never_change_and_watchers_get_the_bytes_written(run, make_writer,
+                                                                            tmp_path):
     writer = make_writer({1: 1})
     seen = []
-    writer.on_write_encoded.append(lambda rows, encoded: seen.append((list(rows), encoded)))
+    wal_set_watcher(writer, lambda rows, encoded: seen.append((list(rows), encoded)))
     handed = []
 
     def main():
@@ -277,10 +277,11 @@ def test_write_mode_never_fsyncs_a_batch(run, make_writer):
     assert io.fsyncs == 2      # at close: the written file and the empty last one
 
 
-def test_on_write_hook_gets_the_rows_of_each_batch(run, make_writer):
+def test_wal_watcher_gets_the_rows_of_each_batch(run, make_writer):
     writer = make_writer({1: 1})
     seen = []
-    writer.on_write.append(lambda rows: seen.append([(r.replica_id, r.lsn) for r in rows]))
+    wal_set_watcher(writer, lambda rows, encoded: seen.append(
+        [(r.replica_id, r.lsn) for r in rows]))
 
     def main():
         writer.write([insert(1), insert(2)])
@@ -767,12 +768,12 @@ def test_a_torn_write_that_cannot_be_cut_leaves_the_file_for_a_new_one(
 def test_batches_reach_tx_in_the_order_of_the_file(run, make_writer, sched):
     """A batch the thread wrote is completed in tx through a hub callback; tx must not
     write a batch of its own before that callback ran. Otherwise the later batch
-    reached the on_write hooks (the relays' WAL tail) first, the WAL vclock went
+    reached the WAL watchers (the relays' WAL tail) first, the WAL vclock went
     back when the earlier one completed, and relays skipped the earlier batch as
     sent already (issue 21: rows missing on replicas, vclocks equal)."""
     writer = make_writer({1: 10}, mode="write")
     hooked = []
-    writer.on_write_encoded.append(lambda rows, encoded: hooked.append(
+    wal_set_watcher(writer, lambda rows, encoded: hooked.append(
         ([row.lsn for row in rows], writer.vclock.copy())))
     held = []
     deliver = sched.call_soon_threadsafe
