@@ -323,7 +323,7 @@ def parse_uuid(text: str) -> tuple[int, ...] | None:
     fields = []
     pos = 0
     for item in _UUID_FORMAT:
-        if item == "-":
+        if isinstance(item, str):   # the "-" between groups
             if pos >= len(text) or text[pos] != "-":
                 return None
             pos += 1

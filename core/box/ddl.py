@@ -52,7 +52,9 @@ ALTER_INDEX_OPTIONS = {"id": "number", "name": "string", "type": "string", "part
 CREATE_INDEX_OPTIONS = {**ALTER_INDEX_OPTIONS, "if_not_exists": "boolean"}
 INDEX_OPT_ORDER = ("dimension", "unique", "distance", "page_size", "range_size",
                    "run_count_per_level", "run_size_ratio", "bloom_fpr", "func")
-INDEX_TYPE_DEFAULTS = {"rtree": ([2, "array"], False), "bitset": ([2, "unsigned"], False)}
+# type -> (default parts, default unique)
+INDEX_TYPE_DEFAULTS: dict[str, tuple[list[Any], bool]] = {
+    "rtree": ([2, "array"], False), "bitset": ([2, "unsigned"], False)}
 PART_TYPE_ALIASES = {"num": "unsigned", "uint": "unsigned", "str": "string",
                      "int": "integer", "*": "any"}
 FUNC_OPTIONS = {"setuid": "boolean", "if_not_exists": "boolean", "language": "string",
@@ -193,7 +195,7 @@ class Ddl(UserDdl):
                 space_id = max(last[0] if last else 0, SYSTEM_ID_MAX)
                 row = self._write(SCHEMA, "insert", ["max_id", space_id + 1])
             space_id = row[1]
-        uid = self._euid()
+        uid: int | None = self._euid()
         if opts.get("user") is not None:
             uid = self._resolve(opts["user"], None)
             if uid is None:

@@ -14,7 +14,8 @@ check_param_table and privilege_resolve / privilege_check, with their exact text
 """
 from __future__ import annotations
 
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Callable
 
 from spindle.core.box.access import PRIV_ALL, Priv
 from spindle.core.box.cfg_options import lua_type
@@ -23,6 +24,9 @@ from spindle.core.box.alter import (
 )
 from spindle.core.iproto.auth import password_hash   # box.schema.user.password()
 from spindle.core.iproto.errors import ClientError, ErrorCode as E
+
+if TYPE_CHECKING:
+    from spindle.core.box.alter import AlterChecks
 
 _PRIV_WORDS = (("read", Priv.R), ("write", Priv.W), ("execute", Priv.X), ("session", Priv.S),
                ("usage", Priv.U), ("create", Priv.C), ("drop", Priv.D), ("alter", Priv.A),
@@ -114,6 +118,32 @@ def privilege_check(privilege: Any, object_type: Any) -> int:
 class UserDdl:
     """Users, roles and grants (a mixin of ddl.Ddl)."""
 
+    if TYPE_CHECKING:
+        # What this mixin uses of ddl.Ddl, declared for the type checker only (Ddl
+        # defines them; mypy checks that its definitions match these).
+        engine: Any
+        checks: AlterChecks
+        session_user_id: Callable[[], int]
+
+        def _euid(self) -> int: ...
+        def _as(self, user_id: int) -> AbstractContextManager[None]: ...
+        def _run(self, fn: Callable, *args: Any) -> Any: ...
+        def _write(self, space_id: int, method: str, *args: Any,
+                   check: Callable | None = None, **kwargs: Any) -> Any: ...
+        def _view(self, view_id: int, key: Any = None, index: int = 0,
+                  iterator: Any = None) -> list: ...
+        def _view_get(self, view_id: int, key: Any, index: int = 0) -> Any: ...
+        def _auto_increment(self, space_id: int, tail: list) -> tuple: ...
+        def _user_row(self, name_or_id: Any) -> Any: ...
+        def _resolve(self, name_or_id: Any, kind: str | None) -> int | None: ...
+        def _find_space(self, id_or_name: Any) -> Any: ...
+        def _func_row(self, name_or_id: Any) -> Any: ...
+        def _sequence_row(self, name_or_id: Any) -> Any: ...
+        def space_drop(self, space_id: Any, space_name: Any = None,
+                       options: Any = None) -> None: ...
+        def func_drop(self, name: Any, options: Any = None) -> None: ...
+        def sequence_drop(self, name_or_id: Any, options: Any = None) -> None: ...
+
     def user_exists(self, name: Any) -> bool:
         return self._resolve(name, "user") is not None
 
@@ -153,9 +183,9 @@ class UserDdl:
         if name is None:
             raise ClientError(E.ER_PROC_LUA, "Usage: box.schema.user.passwd([user,] password)")
         if new_password is None:
-            uid = self.session_user_id()
+            session_uid = self.session_user_id()
             with self._as(ADMIN):
-                self._run(self._chpasswd, uid, name)
+                self._run(self._chpasswd, session_uid, name)
             return
         uid = self._resolve(name, "user")
         if uid is None:

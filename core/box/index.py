@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from sortedcontainers import SortedDict
 
@@ -128,6 +128,11 @@ class Index:
 
     # Subclasses: _entry_key, _insert_raw, _delete_raw, _lookup, __len__, _values,
     # _iterate, _validate_iterator.
+    _data: dict                          # entry key -> tuple (TREE: a SortedDict)
+    _entry_key: Callable[[Any], Any]     # a tuple's entry key
+    if TYPE_CHECKING:   # (declared for the type checker; the subclasses define them)
+        def _iterate(self, it: IteratorType, key: list) -> Iterator[Any]: ...
+        def _validate_iterator(self, it: IteratorType) -> None: ...
 
     def _key_by_tuple_key(self) -> None:
         """Key entries by key_def.tuple_key and find them by key_def.search_key (a
@@ -229,7 +234,7 @@ class Index:
     def select(self, key: Any = None, iterator: Any = None, *, offset: int = 0,
                limit: int | None = None) -> list:
         it, key = self._prepare(key, iterator)
-        out = []
+        out: list = []
         if limit is not None and limit <= 0:
             return out
         if it is _EQ and self._point_lookup and len(key) == self.key_def.part_count:
@@ -315,7 +320,7 @@ class TreeIndex(Index):
 
     def __init__(self, space: Any, index_def: IndexDef, pk_def: KeyDef | None = None):
         super().__init__(space, index_def, pk_def)
-        self._data = SortedDict()
+        self._data: SortedDict = SortedDict()
         self._order = self._data._list       # the SortedList of the entry keys
         # Keys greater than every key in _order, ascending, not in it yet: an insert
         # past the end (growing ids, the usual case) only appends here. Whatever
@@ -324,21 +329,19 @@ class TreeIndex(Index):
         kd = self.key_def
         if index_def.id == 0 or self._point_lookup:
             self._key_by_tuple_key()
-        elif not self.unique:
-            pk = pk_def
-
-            def entry_key(tup):
-                return kd.tuple_sort_key(tup) + pk.tuple_sort_key(tup)
-            self._entry_key = entry_key
         else:
-            # Unique with nullable parts: a key holding nil never conflicts.
             pk = pk_def
-
-            def entry_key(tup):
-                key = kd.tuple_sort_key(tup)
-                if kd.tuple_has_null(tup):
-                    return key + pk.tuple_sort_key(tup)
-                return key
+            assert pk is not None   # a secondary index is made with its primary key's def
+            if not self.unique:
+                def entry_key(tup):
+                    return kd.tuple_sort_key(tup) + pk.tuple_sort_key(tup)
+            else:
+                # Unique with nullable parts: a key holding nil never conflicts.
+                def entry_key(tup):
+                    key = kd.tuple_sort_key(tup)
+                    if kd.tuple_has_null(tup):
+                        return key + pk.tuple_sort_key(tup)
+                    return key
             self._entry_key = entry_key
 
     # -- the key order ----------------------------------------------------------

@@ -59,6 +59,8 @@ def key_part(spec: Any) -> KeyPart:
         return spec
     if isinstance(spec, dict):
         fieldno = spec.get("fieldno", spec.get("field"))
+        if fieldno is None:   # (a part without one failed at its first key)
+            raise ValueError(f"key part without a fieldno: {spec!r}")
         return KeyPart(fieldno, spec.get("type", FieldType.UNSIGNED),
                        bool(spec.get("is_nullable", False)), spec.get("collation"))
     fieldno, ftype = spec[0], spec[1]

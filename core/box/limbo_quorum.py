@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
-from typing import Any
+from typing import Any, Callable
 
 from spindle.core.iproto.errors import ClientError, ErrorCode
 
@@ -23,11 +23,13 @@ OPTION = "replication_synchro_quorum"
 VCLOCK_MAX = 32
 QUORUM_MIN, QUORUM_MAX = 1, VCLOCK_MAX - 1
 
-_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-           ast.Div: lambda a, b: a / b if b else math.copysign(math.inf, a) if a else math.nan,
-           ast.Mod: lambda a, b: a - math.floor(a / b) * b if b else math.nan,
-           ast.Pow: operator.pow}
-_FUNCTIONS = {"floor": math.floor, "ceil": math.ceil, "min": min, "max": max}
+_BINARY: dict[type[ast.operator], Callable[[float, float], float]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.Div: lambda a, b: a / b if b else math.copysign(math.inf, a) if a else math.nan,
+    ast.Mod: lambda a, b: a - math.floor(a / b) * b if b else math.nan,
+    ast.Pow: operator.pow}
+_FUNCTIONS: dict[str, Callable[..., float]] = {
+    "floor": math.floor, "ceil": math.ceil, "min": min, "max": max}
 
 
 class FormulaError(ValueError):
@@ -37,7 +39,7 @@ class FormulaError(ValueError):
 def _evaluate(node: ast.AST, n: int) -> float:
     if isinstance(node, ast.Expression):
         return _evaluate(node.body, n)
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+    if isinstance(node, ast.Constant) and (type(node.value) is int or type(node.value) is float):
         return node.value
     if isinstance(node, ast.Name) and node.id == "N":
         return n
