@@ -119,7 +119,7 @@ class Applier:
         if self.reader is not None and self.reader.status != "dead":
             return
         self._paused = False
-        self.reader = self.sched.spawn(self._applier_f, name=f"applier/{self.peer}",
+        self.reader = self.sched.spawn(self.applier_f, name=f"applier/{self.peer}",
                                        start=False)
         self.reader.set_joinable(True)
 
@@ -244,25 +244,25 @@ class Applier:
 
     # ------------------------------------------------------------ applier_f
 
-    def _applier_f(self) -> None:
+    def applier_f(self) -> None:
         while True:
             try:
-                self._connect()
+                self.applier_connect()
                 if self.box.schema.replicaset_uuid is None:
                     if self._anon():
-                        self._fetch_snapshot()
+                        self.applier_fetch_snapshot()
                     else:
-                        self._join()
+                        self.applier_join()
                 if self.box.instance_id == 0 and not self._anon():
-                    self._register()
-                self._subscribe()
+                    self.applier_register()
+                self.applier_subscribe()
             except FiberIsCancelled:
-                self._disconnect(S.OFF)
+                self.applier_disconnect(S.OFF)
                 return
             except Exception as exc:   # noqa: BLE001 - every error has a reaction
                 if self._restarting:
                     self._restarting = False
-                    self._disconnect(S.DISCONNECTED)
+                    self.applier_disconnect(S.DISCONNECTED)
                     continue
                 failed_write, self._interrupt_error = self._interrupt_error, None
                 if failed_write is not None:
@@ -273,14 +273,14 @@ class Applier:
                     error, reaction = exc, self._reaction(exc)
                 self.diag = error
                 if reaction != S.OFF:
-                    self._log_error(error, reaction)
-                self._disconnect(reaction)
+                    self.applier_log_error(error, reaction)
+                self.applier_disconnect(reaction)
                 if reaction in (S.OFF, S.STOPPED):
                     return
             try:
                 self.sched.sleep(self._timeout())
             except FiberIsCancelled:
-                self._disconnect(S.OFF)
+                self.applier_disconnect(S.OFF)
                 return
             self._restarting = False
 
@@ -298,7 +298,7 @@ class Applier:
                 return S.DISCONNECTED
         return S.STOPPED
 
-    def _log_error(self, exc: BaseException, reaction: ApplierState) -> None:
+    def applier_log_error(self, exc: BaseException, reaction: ApplierState) -> None:
         """applier_log_error: once per error code in a row."""
         code = getattr(exc, "code", None) or ErrorCode.ER_SYSTEM
         if code == self._last_logged_errcode:
@@ -314,7 +314,7 @@ class Applier:
         if reaction in (S.LOADING, S.DISCONNECTED):
             log.info("will retry every %.2f second", self._timeout())
 
-    def _disconnect(self, state: ApplierState) -> None:
+    def applier_disconnect(self, state: ApplierState) -> None:
         """applier_disconnect: the writer and the socket go before the state changes,
         so an applier paused in `state` holds no connection."""
         self._stop_writer()
@@ -328,7 +328,7 @@ class Applier:
 
     # ------------------------------------------------------------ connect
 
-    def _connect(self) -> None:
+    def applier_connect(self) -> None:
         """applier_connect: TCP, greeting, VOTE, connection-to-self check, AUTH."""
         if self._conn is not None:
             return
@@ -373,7 +373,7 @@ class Applier:
 
     # ------------------------------------------------------------ JOIN and friends
 
-    def _join(self) -> None:
+    def applier_join(self) -> None:
         """applier_join: the master's snapshot (initial rows, no LSN), then its WAL
         rows up to our registration in `_cluster` (final rows). Nothing is applied
         before the whole JOIN arrived, so a JOIN broken half way leaves no trace and
@@ -393,7 +393,7 @@ class Applier:
         self.set_state(S.JOINED)
         self.set_state(S.READY)
 
-    def _fetch_snapshot(self) -> None:
+    def applier_fetch_snapshot(self) -> None:
         """applier_fetch_snapshot: JOIN for an anonymous replica (no final stage,
         no id)."""
         self._conn.write_row(encode_fetch_snapshot(), self._timeout())
@@ -404,7 +404,7 @@ class Applier:
         self.set_state(S.FETCHED_SNAPSHOT)
         self.set_state(S.READY)
 
-    def _register(self) -> None:
+    def applier_register(self) -> None:
         """applier_register: an anonymous replica asks for an id; the master's WAL
         rows up to the `_cluster` insert come back and are applied (and logged)."""
         box = self.box
@@ -481,7 +481,7 @@ class Applier:
 
     # ------------------------------------------------------------ SUBSCRIBE
 
-    def _subscribe(self) -> None:
+    def applier_subscribe(self) -> None:
         """applier_subscribe: ask for every row after our vclock, then apply the
         stream transaction by transaction, forever."""
         box, conn = self.box, self._conn
@@ -509,8 +509,8 @@ class Applier:
         self.lag = TIMEOUT_INFINITY
         self._start_writer()
         counters = replicaset.applier
-        on_commit = counters.on_commit.add(self._on_commit)
-        on_rollback = counters.on_rollback.add(self._on_rollback)
+        on_commit = counters.on_commit.add(self.applier_on_wal_write)
+        on_rollback = counters.on_rollback.add(self.applier_on_rollback)
         skip_conflict = bool(self._cfg("replication_skip_conflict", False))
         assembler = TxAssembler(box, dict(vclock.items()))
         apply_tx = ReplicatedTx(box).apply
@@ -520,16 +520,16 @@ class Applier:
                 if self._paused:
                     self._park()
                 yield_if_busy()
-                rows = self._read_tx(assembler)
+                rows = self.applier_read_tx(assembler)
                 if rows[0].lsn == 0:
-                    self._signal_ack()       # a heartbeat: answer it
+                    self.applier_signal_ack()       # a heartbeat: answer it
                 elif not apply_tx(rows, skip_conflict, assembler.tx_requests):
-                    self._signal_ack()       # applied already (another upstream)
+                    self.applier_signal_ack()       # applied already (another upstream)
         finally:
             counters.on_commit.remove(on_commit)
             counters.on_rollback.remove(on_rollback)
 
-    def _read_tx(self, assembler: TxAssembler) -> list[XRow]:
+    def applier_read_tx(self, assembler: TxAssembler) -> list[XRow]:
         """applier_read_tx: rows until the one that commits their transaction. The
         rows already buffered are taken many at a time (Connection.read_buffered):
         transactions read ahead wait in the assembler."""
@@ -549,11 +549,12 @@ class Applier:
             self.last_row_time = clock()
         return tx
 
-    def _on_commit(self, txn) -> None:
-        """applier_on_commit: something was written, tell the master."""
-        self._signal_ack()
+    def applier_on_wal_write(self, txn) -> None:
+        """applier_on_wal_write (seeds/qsync.rst): something was written, tell the
+        master."""
+        self.applier_signal_ack()
 
-    def _on_rollback(self, txn) -> None:
+    def applier_on_rollback(self, txn) -> None:
         """applier_on_rollback: a replicated write failed. 2.6.0 cancels the reader
         and stops; here the reader drops the connection (the rows after the failed
         one are lost) and subscribes again from what is written."""
@@ -565,7 +566,7 @@ class Applier:
 
     def _start_writer(self) -> None:
         self._ack_wanted = False
-        self.writer = self.sched.spawn(self._writer_f, self._conn,
+        self.writer = self.sched.spawn(self.applier_writer_f, self._conn,
                                        name=f"applierw/{self.peer}", start=False)
         self.writer.set_joinable(True)
 
@@ -577,18 +578,18 @@ class Applier:
         if self.sched.current is not writer and self.sched.current is not None:
             writer.join()
 
-    def _signal_ack(self) -> None:
+    def applier_signal_ack(self) -> None:
         self._ack_wanted = True
         self._writer_cond.signal()
 
-    def _writer_f(self, conn: Connection) -> None:
+    def applier_writer_f(self, conn: Connection) -> None:
         """applier_writer_f: wakes up on commits and heartbeats, checks sync, and
         ACKs the written vclock while in sync/follow."""
         while True:
             while not self._ack_wanted:
                 self._writer_cond.wait()
             self._ack_wanted = False
-            self._check_sync()
+            self.applier_check_sync()
             if self.state not in (S.SYNC, S.FOLLOW):
                 continue
             try:
@@ -600,7 +601,7 @@ class Applier:
                 conn.shutdown()
                 return
 
-    def _check_sync(self) -> None:
+    def applier_check_sync(self) -> None:
         """applier_check_sync: `sync` becomes `follow` once everything the master had
         at SUBSCRIBE is written here and the lag is small."""
         if self.state != S.SYNC:
