@@ -108,7 +108,9 @@ class Session:
         return self.effective_user.id
 
     def push_user(self, user: SessionUser) -> None:
-        self._su_stack(create=True).append(user)
+        stack = self._su_stack(create=True)
+        assert stack is not None   # create=True makes one
+        stack.append(user)
 
     def pop_user(self) -> SessionUser:
         stack = self._su_stack()

@@ -222,26 +222,25 @@ class XlogWriter:
         """Write the buffer as one block; returns its size in bytes."""
         if not self._buffered:
             return 0
-        self._check_open()
+        fd = self._open_fd()
         block = encode_block(b"".join(self._buffer), compress=self.compress)
         try:
-            _write_all(self._fd, block)
+            _write_all(fd, block)
         except BaseException:
             # Leave the file ending at the last good block, as xlog_tx_write does.
-            os.ftruncate(self._fd, self.offset)
-            os.lseek(self._fd, self.offset, os.SEEK_SET)
+            os.ftruncate(fd, self.offset)
+            os.lseek(fd, self.offset, os.SEEK_SET)
             raise
         self.offset += len(block)
         self.rows += self._buffered_rows
         self._buffer.clear()
         self._buffered = self._buffered_rows = 0
         if self.sync_policy is SyncPolicy.WRITE:
-            os.fdatasync(self._fd)
+            os.fdatasync(fd)
         return len(block)
 
     def sync(self) -> None:
-        self._check_open()
-        os.fsync(self._fd)
+        os.fsync(self._open_fd())
 
     def close(self) -> None:
         """Flush, write the EOF marker, fsync, close, drop `.inprogress`."""
@@ -281,9 +280,11 @@ class XlogWriter:
         os.rename(self.path, final)
         self.path = final
 
-    def _check_open(self) -> None:
+    def _open_fd(self) -> int:
+        """The file's descriptor; ValueError once closed."""
         if self._fd is None:
             raise ValueError(f"{self.path} is closed")
+        return self._fd
 
 
 def _write_all(fd: int, data: bytes) -> None:
