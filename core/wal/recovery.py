@@ -36,6 +36,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from spindle.core import log
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
@@ -98,11 +99,25 @@ class RecoveryResult:
 
 
 
-def logged(exc: BaseException) -> BaseException:
+_Error = TypeVar("_Error", bound=BaseException)
+
+
+def logged(exc: _Error) -> _Error:
     """Mark an error this module logged already (as 2.6.0's e->log() before its
     panic), so whoever stops on it does not log it a second time."""
-    exc.logged = True
+    # (any exception class may carry the mark; lua/box reads it with getattr)
+    exc.logged = True  # type: ignore[attr-defined]
     return exc
+
+
+class _BlockError(XlogError):
+    """A damaged block as recovery reports it: 2.6.0's reason alone ("tx checksum
+    mismatch"), with the file and the block's offset for whoever stops on it."""
+
+    def __init__(self, reason: str, path: str, offset: int):
+        super().__init__(reason)
+        self.path, self.offset = path, offset
+
 
 def _error_text(exc: BaseException) -> str:
     if isinstance(exc, ClientError):
@@ -142,8 +157,9 @@ class _Recovery:
             raise logged(exc)
 
     def _scan(self, dirname: str, filetype: str, uuid: str | None,
-              ) -> list[tuple[str, XlogMeta]]:
-        found = []
+              ) -> list[tuple[str, XlogMeta, VClock]]:
+        """(path, header, the header's vclock) of each usable file, oldest first."""
+        found: list[tuple[str, XlogMeta, VClock]] = []
         ext = ".snap" if filetype == SNAP else ".xlog"
         if not os.path.isdir(dirname):
             return found
@@ -159,13 +175,14 @@ class _Recovery:
                 if not self.force:
                     raise logged(error)
                 continue
-            if meta.vclock is None or meta.signature != entry.signature:
+            vclock = meta.vclock
+            if vclock is None or meta.signature != entry.signature:
                 self._refuse(XlogError(f"{entry.path}: signature check failed"))
                 continue
             if uuid is not None and meta.instance_uuid != uuid:
                 self._refuse(XlogError(f"{entry.path}: invalid instance UUID"))
                 continue
-            found.append((entry.path, meta))
+            found.append((entry.path, meta, vclock))
         return found
 
     # -- progress
@@ -184,10 +201,10 @@ class _Recovery:
 
     def _read_error(self, exc: XlogError, path: str) -> XlogError:
         """2.6.0 reports a damaged block by its reason alone ("tx checksum mismatch")."""
+        error: XlogError
         if isinstance(exc, CorruptBlock):
             log.error("can't open tx: %s", exc.reason)
-            error = XlogError(exc.reason)
-            error.path, error.offset = path, exc.offset
+            error = _BlockError(exc.reason, path, exc.offset)
         else:
             error = exc
         log.error("XlogError: %s", error)
@@ -228,16 +245,16 @@ class _Recovery:
 
     # -- the xlogs
 
-    def recover_xlogs(self, xlogs: list[tuple[str, XlogMeta]], start: int) -> None:
-        prev_meta: XlogMeta | None = None
-        for path, meta in xlogs[start:]:
+    def recover_xlogs(self, xlogs: list[tuple[str, XlogMeta, VClock]], start: int) -> None:
+        prev_vclock: VClock | None = None    # the previous file's (None: the first file)
+        for path, meta, file_vclock in xlogs[start:]:
             vclock = self.result.vclock
-            if prev_meta is None:
-                gap = meta.vclock.compare(vclock) not in (-1, 0)
+            if prev_vclock is None:
+                gap = file_vclock.compare(vclock) not in (-1, 0)
             else:
-                gap = meta.prev_vclock is not None and meta.prev_vclock != prev_meta.vclock
+                gap = meta.prev_vclock is not None and meta.prev_vclock != prev_vclock
             if gap:
-                error = XlogGapError(vclock, meta.vclock)
+                error = XlogGapError(vclock, file_vclock)
                 log.error("XlogGapError: %s", error)
                 if not self.force:
                     raise logged(error)
@@ -245,9 +262,9 @@ class _Recovery:
                 self.result.gaps.append(str(error))
                 # The lost rows keep their LSNs: new writes must not reuse them
                 # (2.6.0 comes out of this at the vclock of the file after the gap).
-                vclock.merge(meta.vclock)
+                vclock.merge(file_vclock)
             self.recover_xlog(path)
-            prev_meta = meta
+            prev_vclock = file_vclock
 
     def recover_xlog(self, path: str) -> None:
         result = self.result
@@ -316,11 +333,11 @@ class _Recovery:
     def run(self) -> RecoveryResult:
         result = self.result
         snaps = self._scan(self.memtx_dir, SNAP, None)
-        result.checkpoints = [meta.vclock.copy() for _, meta in snaps]
+        result.checkpoints = [vclock.copy() for _, _, vclock in snaps]
         if not snaps:
             self._remove_leftovers()
             return result
-        snap_path, snap_meta = snaps[-1]
+        snap_path, snap_meta, snap_vclock = snaps[-1]
         uuid = snap_meta.instance_uuid
         if self.expected_uuid is not None and self.expected_uuid != uuid:
             error = ClientError(ErrorCode.ER_INSTANCE_UUID_MISMATCH, self.expected_uuid, uuid)
@@ -328,24 +345,24 @@ class _Recovery:
             raise error
         result.instance_uuid = uuid
         result.snapshot_path = snap_path
-        result.last_checkpoint_vclock = snap_meta.vclock.copy()
-        result.vclock = snap_meta.vclock.copy()
+        result.last_checkpoint_vclock = snap_vclock.copy()
+        result.vclock = snap_vclock.copy()
 
         xlogs = self._scan(self.wal_dir, XLOG, uuid)
         start = self._first_xlog(xlogs, result.vclock)
         self.bytes_total = os.path.getsize(snap_path) + sum(
-            os.path.getsize(path) for path, _ in xlogs[start:])
+            os.path.getsize(path) for path, _, _ in xlogs[start:])
         self.recover_snapshot(snap_path, snap_meta)
         self.recover_xlogs(xlogs, start)
         self._remove_leftovers()
         return result
 
     @staticmethod
-    def _first_xlog(xlogs: list[tuple[str, XlogMeta]], vclock: VClock) -> int:
+    def _first_xlog(xlogs: list[tuple[str, XlogMeta, VClock]], vclock: VClock) -> int:
         """The newest xlog starting at or before `vclock` (vclockset_match), else 0."""
         start = 0
-        for i, (_, meta) in enumerate(xlogs):
-            if meta.vclock.compare(vclock) in (-1, 0):
+        for i, (_, _, file_vclock) in enumerate(xlogs):
+            if file_vclock.compare(vclock) in (-1, 0):
                 start = i
         return start
 
