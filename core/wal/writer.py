@@ -23,13 +23,8 @@ that callback) writes its entry at once instead, then yields with
 `Scheduler.yield_turn()`, which skips the loop iteration when it could only resume
 that same fiber.
 
-LSN assignment is wal_assign_lsn() of 2.6.0: a row that has no LSN yet is a local
-write — it gets `replica_id = instance_id` (or 0 with component 0 for GROUP_LOCAL rows of
-is_local spaces) and the next LSN of that component; the transaction id (TSN) is the
-LSN of the first global row (of the first row when every row is local) and the last row
-carries the commit flag. Rows that already have an LSN came from replication: they keep
-REPLICA_ID/LSN/TSN/FLAGS and only advance the vclock. Every row gets this instance's
-write time as TIMESTAMP.
+LSN assignment and the encoding of an entry (wal_assign_lsn) are journal.py's; the
+xlog files — creation, rotation, cutting a failed write back, GC — wal_dir.py's.
 
 Failure is 2.6.0's cascading rollback: when a batch cannot be written the file is cut
 back to where the batch began, the WAL vclock does not move, and the writer (thread or
@@ -39,18 +34,12 @@ last entry it had submitted
 ER_WAL_IO, and writing resumes — so a transaction that saw a failed one's changes can
 never reach the disk.
 
-Files follow wal.c: an xlog is created on the first write after start or rotation and
-is named by the vclock before its first row; `rotate()` (checkpoints) closes the current
-file only if it has rows; at `stop()` an empty xlog named by the final vclock is left
-when the current file has rows, so the next start finds its vclock without a scan.
-
 WAL watchers (wal_set_watcher, wal_clear_watcher: the relays' in-memory tail) are
 called in tx with each batch written, in the order of the file.
 """
 from __future__ import annotations
 
 import collections
-import errno
 import os
 import threading
 import time
@@ -58,74 +47,18 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from spindle.core import log
-from spindle.core.iproto.constants import GroupId
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
 from spindle.core.iproto.xrow import XRow
 from spindle.core.vclock import VClock
-from spindle.core.xlog.files import (
-    INPROGRESS_SUFFIX, XlogReader, format_filename, list_files, read_meta,
-)
-from spindle.core.xlog.format import (
-    AUTOCOMMIT_THRESHOLD, EOF_MARKER_BYTES, FIXHEADER_SIZE, XLOG, XlogError, XlogMeta,
-    encode_block, encode_local_tx, encode_row_list,
-)
+from spindle.core.xlog.format import AUTOCOMMIT_THRESHOLD, FIXHEADER_SIZE, encode_block
+
+from .journal import JournalEntry, assign_lsn, sign_entry
+from .wal_dir import WalDir, WalFile, WalIO
 
 MODES = ("none", "write", "fsync")
-_LOCAL = int(GroupId.LOCAL)
 DEFAULT_MAX_SIZE = 256 * 1024 * 1024
-XLOG_EXT = ".xlog"
 # A WAL watcher's callback: the rows of one batch written, each row's bytes (or None).
 WalWatcher = Callable[[list[XRow], "list[bytes] | None"], None]
-
-
-class WalIO:
-    """The system calls the WAL thread makes. Tests subclass it to count fsyncs or to
-    make writes fail (a full disk) and recover."""
-
-    def open_new(self, path: str) -> int:
-        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-
-    def write(self, fd: int, data: bytes) -> None:
-        written = os.write(fd, data)
-        if written < len(data):         # a short write: the rest, piece by piece
-            view = memoryview(data)[written:]
-            while view:
-                view = view[os.write(fd, view):]
-
-    def fsync(self, fd: int) -> None:
-        os.fdatasync(fd)
-
-    def truncate(self, fd: int, size: int) -> None:
-        os.ftruncate(fd, size)
-        os.lseek(fd, size, os.SEEK_SET)
-
-    def close(self, fd: int) -> None:
-        os.close(fd)
-
-
-class JournalEntry:
-    """One transaction on its way to the WAL. `done`, `error` and `vclock` (the WAL
-    vclock right after this entry) are set in tx when it completes."""
-
-    __slots__ = ("rows", "instance_id", "on_done", "fiber", "done", "error", "vclock",
-                 "failed_in_batch", "encoded")
-
-    def __init__(self, rows: list[XRow], instance_id: int,
-                 on_done: Callable[[JournalEntry], None] | None = None):
-        self.rows = rows
-        self.instance_id = instance_id
-        self.on_done = on_done
-        self.fiber = None
-        self.done = False
-        self.error: BaseException | None = None
-        self.vclock: VClock | None = None
-        self.failed_in_batch = False   # the whole batch failed: part of a rollback
-        self.encoded: list[bytes] | None = None   # each row as written to the file
-
-    @property
-    def signature(self) -> int:
-        """Tarantool's entry->res: the vclock sum after this entry, -1 if it failed."""
-        return -1 if self.error is not None or self.vclock is None else self.vclock.signature
 
 
 @dataclass
@@ -139,137 +72,10 @@ class _Control:
     done: bool = False
 
 
-@dataclass
-class _WalFile:
-    path: str
-    fd: int
-    meta: XlogMeta
-    offset: int
-    header_size: int
+class WalWriter(WalDir):
+    """The WAL: the tx side (write, submit, rotate, sync, ...), the inline writer and
+    the writer thread (see the module doc); the file operations are WalDir's."""
 
-    @property
-    def has_rows(self) -> bool:
-        return self.offset > self.header_size
-
-
-class BrokenLsn(ClientError):
-    """A replicated row whose LSN does not advance its vclock component."""
-
-
-def assign_lsn(rows: list[XRow], vclock: VClock, instance_id: int, timestamp: float) -> bool:
-    """Sign `rows` (one transaction) in place and advance `vclock` (wal_assign_lsn).
-    True when they were signed as the usual local transaction (new rows of this
-    instance's id, none GROUP_LOCAL, consecutive LSNs from the TSN): what
-    format.encode_local_tx encodes."""
-    if len(rows) == 1:
-        row = rows[0]
-        if row.lsn == 0:    # the usual autocommit statement, as the loop below does it
-            row.timestamp = timestamp
-            if row.replica_id not in (0, instance_id):
-                raise ValueError(f"row of replica {row.replica_id} has no LSN")
-            row.replica_id = 0 if row.group_id == _LOCAL else instance_id
-            row.lsn = row.tsn = vclock.inc(row.replica_id)
-            row.is_commit = True
-            return row.replica_id != 0
-    if rows[0].lsn:
-        if _sign_replicated_tx(rows, vclock, timestamp):
-            return False
-    elif _sign_local_tx(rows, vclock, instance_id, timestamp):
-        return True
-    tsn = 0
-    first_global = 0
-    last = len(rows) - 1
-    for i, row in enumerate(rows):
-        row.timestamp = timestamp
-        if row.lsn == 0:
-            if row.replica_id not in (0, instance_id):
-                raise ValueError(f"row of replica {row.replica_id} has no LSN")
-            row.replica_id = 0 if row.group_id == GroupId.LOCAL else instance_id
-            row.lsn = vclock.inc(row.replica_id)
-            if row.group_id != GroupId.LOCAL and tsn == 0:
-                tsn = row.lsn
-                first_global = i
-            row.tsn = tsn if tsn else rows[0].lsn
-            row.is_commit = i == last
-        else:
-            prev = vclock.get(row.replica_id)
-            if row.lsn <= prev:
-                log.say(log.CRIT, "Attempt to write a broken LSN to WAL: replica id: %d, "
-                        "confirmed lsn: %d, new lsn %d", row.replica_id, prev, row.lsn)
-                raise BrokenLsn(ErrorCode.ER_INVALID_ORDER, row.replica_id, prev, row.lsn)
-            vclock.reset(row.replica_id, row.lsn)
-    # Local-space rows before the first global one could not know the TSN yet.
-    for row in rows[:first_global]:
-        row.tsn = tsn
-    return False
-
-
-def _sign_local_tx(rows: list[XRow], vclock: VClock, instance_id: int,
-                   timestamp: float) -> bool:
-    """assign_lsn() of the usual local transaction: every row new (no LSN, no other
-    replica's id) and of a replicated space. They take the next LSNs of this
-    instance's component at once; the TSN is the first one. False, with nothing
-    changed, for any other transaction."""
-    ids = (0, instance_id)
-    for row in rows:
-        if row.lsn or row.group_id == _LOCAL or row.replica_id not in ids:
-            return False
-    first = vclock.get(instance_id) + 1
-    vclock.reset(instance_id, first + len(rows) - 1)
-    for lsn, row in enumerate(rows, first):
-        row.timestamp = timestamp
-        row.replica_id = instance_id
-        row.lsn = lsn
-        row.tsn = first
-        row.is_commit = False
-    rows[-1].is_commit = True
-    return True
-
-
-def _sign_replicated_tx(rows: list[XRow], vclock: VClock, timestamp: float) -> bool:
-    """assign_lsn() of the usual replicated transaction: every row signed by one
-    replica, the LSNs increasing past its vclock component. The rows keep their
-    header and take the write time; the component moves to the last LSN at once.
-    False, with nothing changed, for any other transaction."""
-    replica_id = rows[0].replica_id
-    lsn = vclock.get(replica_id)
-    for row in rows:
-        if row.lsn <= lsn or row.replica_id != replica_id:
-            return False
-        lsn = row.lsn
-    for row in rows:
-        row.timestamp = timestamp
-    vclock.reset(replica_id, lsn)
-    return True
-
-
-def _sign_entry(entry: JournalEntry, vclock: VClock, now: float) -> bytes | None:
-    """Sign the entry's rows after `vclock` and encode them: their bytes, with
-    `entry.vclock` the vclock after them and `entry.encoded` each row's bytes.
-    `vclock` is not changed (the entry is signed on a copy, never changed after
-    this). An entry that cannot be signed gets its error and None: only it is
-    refused, it never reaches the file."""
-    trial = vclock.copy()
-    rows = entry.rows
-    try:
-        if assign_lsn(rows, trial, entry.instance_id, now):
-            encoded = encode_local_tx(rows)
-        else:
-            encoded = encode_row_list(rows)
-        data = encoded[0] if len(encoded) == 1 else b"".join(encoded)
-    except BrokenLsn as exc:
-        entry.error = exc
-        return None
-    except ValueError as exc:
-        log.error("can't encode a journal entry: %s", exc)
-        entry.error = ClientError(ErrorCode.ER_WAL_IO)
-        return None
-    entry.vclock = trial
-    entry.encoded = encoded
-    return data
-
-
-class WalWriter:
     def __init__(self, sched, wal_dir: str, instance_uuid: str, vclock: VClock, *,
                  mode: str = "write", max_size: int = DEFAULT_MAX_SIZE,
                  instance_id: int = 0, io: WalIO | None = None, compress: bool = True):
@@ -296,7 +102,7 @@ class WalWriter:
         self._stopped = False
         # writer-thread state
         self._wal_vclock = vclock.copy()
-        self._file: _WalFile | None = None
+        self._file: WalFile | None = None
         self._in_rollback = False
         self._index: list[VClock] = []   # header vclocks of the xlogs in the dir
         self._queue: collections.deque = collections.deque()
@@ -506,7 +312,7 @@ class WalWriter:
             return
         start = current.offset
         try:
-            data = _sign_entry(entry, self._wal_vclock, time.time())
+            data = sign_entry(entry, self._wal_vclock, time.time())
             if data is not None:
                 block = encode_block(data, compress=self.compress)
                 self.io.write(current.fd, block)
@@ -703,21 +509,6 @@ class WalWriter:
                 entry.error = ClientError(ErrorCode.ER_WAL_IO)
                 entry.failed_in_batch = True
 
-    def _cut_back(self, current: _WalFile, start: int, exc: Exception,
-                  entries: Iterable[JournalEntry]) -> None:
-        """A write to `current` from offset `start` failed: log it and cut the file
-        back to `start`, or leave the file for a new one if it cannot be cut."""
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-        log.error("%s: failed to write to disk: %s", current.path, reason)
-        try:
-            self.io.truncate(current.fd, start)
-            current.offset = start
-        except OSError as cut_exc:
-            # The tail cannot be cut: never append after it, start a new file.
-            log.error("%s: failed to truncate: %s", current.path, cut_exc)
-            self._abandon_file()
-        for entry in entries:
-            entry.vclock = None
 
     def _write_batch(self, entries: list[JournalEntry]) -> VClock:
         """Write every entry of the batch or none of them; returns the new vclock."""
@@ -734,7 +525,7 @@ class WalWriter:
         try:
             if len(entries) == 1:       # the usual batch: its own block, nothing to buffer
                 entry = entries[0]
-                data = _sign_entry(entry, vclock, now)
+                data = sign_entry(entry, vclock, now)
                 if data is not None:
                     vclock = entry.vclock
                     self._write_block(current, data)
@@ -747,14 +538,14 @@ class WalWriter:
             raise
         return vclock
 
-    def _write_entries_in_blocks(self, current: _WalFile, entries: list[JournalEntry],
+    def _write_entries_in_blocks(self, current: WalFile, entries: list[JournalEntry],
                                  vclock: VClock, now: float) -> VClock:
         """Sign and write the entries, a block whenever 128 KiB are buffered (at an
         entry's end); returns the vclock after the last one written."""
         chunks: list[bytes] = []
         buffered = 0
         for entry in entries:
-            data = _sign_entry(entry, vclock, now)
+            data = sign_entry(entry, vclock, now)
             if data is None:
                 continue
             vclock = entry.vclock
@@ -766,150 +557,6 @@ class WalWriter:
         if chunks:
             self._write_block(current, b"".join(chunks))
         return vclock
-
-    def _write_block(self, current: _WalFile, data: bytes) -> None:
-        block = encode_block(data, compress=self.compress)
-        self.io.write(current.fd, block)
-        current.offset += len(block)
-
-    def _prepare_file(self) -> _WalFile:
-        """wal_opt_rotate(): close a full file, create the next one if none is open."""
-        current = self._file
-        if current is not None and current.offset >= self.max_size and current.has_rows:
-            self._close_file()
-            current = None
-        if current is None:
-            current = self._file = self._create_file(self._wal_vclock)
-        return current
-
-    def _create_file(self, vclock: VClock) -> _WalFile:
-        prev = self._index[-1].copy() if self._index else None
-        meta = XlogMeta(XLOG, self.instance_uuid, vclock.copy(), prev)
-        path = os.path.join(self.wal_dir, format_filename(vclock.signature, XLOG_EXT))
-        if os.path.exists(path):
-            raise FileExistsError(errno.EEXIST, f"file '{path}' already exists", path)
-        tmp = path + INPROGRESS_SUFFIX
-        fd = self.io.open_new(tmp)
-        header = meta.encode()
-        try:
-            self.io.write(fd, header)
-            os.rename(tmp, path)
-        except BaseException:
-            self.io.close(fd)
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-        self._index.append(vclock.copy())
-        return _WalFile(path, fd, meta, len(header), header_size=len(header))
-
-    def _close_file(self) -> None:
-        current, self._file = self._file, None
-        if current is None:
-            return
-        try:
-            self.io.write(current.fd, EOF_MARKER_BYTES)
-            if self.mode != "none":
-                self.io.fsync(current.fd)
-        except OSError as exc:
-            log.error("%s: failed to close: %s", current.path, exc)
-        finally:
-            self.io.close(current.fd)
-
-    def _abandon_file(self) -> None:
-        current, self._file = self._file, None
-        if current is not None:
-            try:
-                self.io.close(current.fd)
-            except OSError:
-                pass
-
-    def _shutdown(self) -> None:
-        current = self._file
-        if current is None or self._wal_vclock.compare(current.meta.vclock) == 1:
-            try:
-                self._close_file()
-                path = os.path.join(self.wal_dir,
-                                    format_filename(self._wal_vclock.signature, XLOG_EXT))
-                if not os.path.exists(path):
-                    self._file = self._create_file(self._wal_vclock)
-            except OSError as exc:
-                log.error("failed to create the last xlog: %s", exc)
-        self._close_file()
-
-    def _collect_garbage(self, vclock: VClock) -> list[str]:
-        if self._file is None and vclock.signature >= self._wal_vclock.signature:
-            keep_from = vclock.signature
-        else:
-            older = [clock.signature for clock in self._index
-                     if clock.compare(vclock) in (-1, 0)]
-            if not older:
-                return []
-            keep_from = max(older)
-        removed = []
-        for clock in list(self._index):
-            if clock.signature >= keep_from:
-                continue
-            path = os.path.join(self.wal_dir, format_filename(clock.signature, XLOG_EXT))
-            if self._file is not None and path == self._file.path:
-                continue
-            try:
-                os.unlink(path)
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                log.error("error while removing %s: %s", path, exc)
-                continue
-            log.info("removed %s", path)
-            removed.append(path)
-            self._index.remove(clock)
-        return removed
-
-    # ------------------------------------------------------------------- startup
-
-    def _scan_index(self) -> None:
-        index = []
-        for entry in list_files(self.wal_dir, XLOG_EXT):
-            try:
-                meta = read_meta(entry.path)
-            except (XlogError, OSError) as exc:
-                log.error("XlogError: %s: %s", entry.path, exc)
-                continue
-            if meta.vclock is None or meta.signature != entry.signature:
-                continue
-            index.append(meta.vclock)
-        self._index = sorted(index, key=lambda clock: clock.signature)
-
-    def _open_current(self) -> _WalFile | None:
-        """Reopen the xlog named by the vclock for appending (wal_open): its EOF marker
-        and any torn tail are cut so new blocks follow the last whole one. A file whose
-        header cannot be read is renamed `.corrupted`, as 2.6.0 does."""
-        path = os.path.join(self.wal_dir, format_filename(self._wal_vclock.signature, XLOG_EXT))
-        if not os.path.exists(path):
-            return None
-        try:
-            with XlogReader(path, expected_type=XLOG, force_recovery=True,
-                            with_rows=False) as reader:
-                for _ in reader.blocks():
-                    pass
-                end = reader.position - (len(EOF_MARKER_BYTES) if reader.eof_marker else 0)
-                meta, header_size = reader.meta, reader.header_size
-            if meta.instance_uuid != self.instance_uuid:
-                raise XlogError(f"{path}: invalid instance UUID")
-        except (XlogError, ClientError) as exc:
-            log.error("XlogError: %s", exc)
-            log.warn("renaming corrupted %s", path)
-            os.rename(path, path + ".corrupted")
-            self._index = [c for c in self._index if c.signature != self._wal_vclock.signature]
-            return None
-        fd = os.open(path, os.O_RDWR)
-        try:
-            self.io.truncate(fd, end)
-        except BaseException:
-            os.close(fd)
-            raise
-        return _WalFile(path, fd, meta, end, header_size=header_size)
 
 
 def wal_set_watcher(wal: WalWriter, watcher_cb: WalWatcher) -> None:

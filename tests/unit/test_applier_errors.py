@@ -18,7 +18,7 @@ from spindle.core.replication.apply import StreamError
 from spindle.core.replication import streams
 from spindle.core.replication.replica import ApplierState as S
 from spindle.core.vclock import VClock
-from spindle.core.wal.writer import WalIO
+from spindle.core.wal.wal_dir import WalIO
 from spindle.core.xlog.format import EOF_MARKER_BYTES
 
 from .applier_fake_master import (

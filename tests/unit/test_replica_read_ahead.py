@@ -19,7 +19,7 @@ from spindle.core.replication import streams
 from spindle.core.replication.apply import StreamError, _one_replica_rising
 from spindle.core.replication.streams import TxAssembler
 from spindle.core.vclock import VClock
-from spindle.core.wal.writer import BrokenLsn, assign_lsn
+from spindle.core.wal.journal import BrokenLsn, assign_lsn
 from spindle.core.xlog.format import encode_row
 
 from .applier_fake_master import CLUSTER_UUID, frame_row, row_frame

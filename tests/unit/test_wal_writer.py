@@ -17,7 +17,9 @@ from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.iproto.xrow import XRow, encode_dml_body
 from spindle.core.vclock import VClock
 from spindle.core.wal.recovery import recover
-from spindle.core.wal.writer import WalIO, WalWriter, assign_lsn, wal_set_watcher
+from spindle.core.wal.journal import assign_lsn
+from spindle.core.wal.wal_dir import WalIO
+from spindle.core.wal.writer import WalWriter, wal_set_watcher
 from spindle.core.xlog.files import XlogReader, list_files, read_meta
 from spindle.core.xlog.format import EOF_MARKER_BYTES, decode_file
 

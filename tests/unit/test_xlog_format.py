@@ -621,7 +621,7 @@ def local_transactions(draw) -> tuple[list[XRow], bool]:
     """A transaction as the WAL signs it (assign_lsn) after any LSN of any size,
     with its rows' types mostly shared, and whether it was signed as the usual
     local transaction."""
-    from spindle.core.wal.writer import assign_lsn
+    from spindle.core.wal.journal import assign_lsn
     instance_id = draw(st.sampled_from([1, 2, 31]))
     before = draw(st.one_of(
         st.sampled_from([0, 0x7E, 0xFE, 0xFFFE, 0xFFFFFFFE]),
@@ -659,7 +659,7 @@ def test_local_tx_rows_mark_the_shared_header_only():
     """encode_local_tx answers LocalTxRows where it wrote the shared header of
     several rows, a plain list for one row and where it fell back on
     encode_row_list."""
-    from spindle.core.wal.writer import assign_lsn
+    from spindle.core.wal.journal import assign_lsn
 
     def signed(types, before):
         rows = [XRow(t, b"\x81\x10\x01") for t in types]
