@@ -37,7 +37,7 @@ from typing import Any, Callable
 
 from spindle.core import log
 from spindle.core.fiber import Cond
-from spindle.core.fiber.coio import SocketError, listen, listen_unix
+from spindle.core.fiber.coio import CoSocket, SocketError, listen, listen_unix
 from spindle.core.iproto.auth import SCRAMBLE_SIZE, check_scramble, generate_salt
 from spindle.core.iproto.constants import IprotoType
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode, FiberIsCancelled, TimedOut
@@ -49,7 +49,7 @@ from .protocol import (
     client_error, decode_packet, encode_chunk, encode_error, encode_ok, encode_result,
 )
 from .requests import (
-    Auth, Delete, Insert, Ping, Replace, ReplicationRequest, Select, Update, Upsert,
+    Auth, Delete, Insert, Ping, Replace, ReplicationRequest, Request, Select, Update, Upsert,
     decode_request, decode_request_fast, unknown_request_type,
 )
 from .session import GUEST, Session, SessionUser, format_peer
@@ -260,7 +260,7 @@ class IprotoConnection:
         if isinstance(request, ReplicationRequest):
             self._end_batch()
             return self._replicate(request)
-        if kind in _DML_KINDS and self._plain_dml is not None and self._runs_alone(request):
+        if kind in _DML_KINDS and self._runs_alone(request):
             self._serve_dml_in_place(request)
             return True
         self.in_flight += 1
@@ -292,8 +292,9 @@ class IprotoConnection:
         it (so no later request of this connection waits behind it, and its WAL
         write can go out at once instead of waiting for a batch) and the executor
         says no Lua runs in it (so no code can tell which fiber serves it)."""
-        return (not self.reader.buffered() and not self.in_flight
-                and self._plain_dml(request))
+        plain_dml = self._plain_dml
+        return (plain_dml is not None and not self.reader.buffered() and not self.in_flight
+                and plain_dml(request))
 
     def _serve_dml_in_place(self, request) -> None:
         """Serve a DML request in the reader: earlier replies go out first (the
@@ -315,7 +316,8 @@ class IprotoConnection:
         self.requests_served += 1
         self._queue(reply)
 
-    def _answer_ping(self, request: Ping) -> bytes:
+    def _answer_ping(self, request: Request) -> bytes:
+        """A PING (it has the header fields alone)."""
         sync = request.sync
         try:
             self.server.check_schema(request.schema_version)
@@ -572,7 +574,7 @@ class IprotoServer:
         self.stopping = False
         self.fibers: set = set()
         self._fibers_changed = Cond(sched)
-        self._listener = None
+        self._listener: CoSocket | None = None
         self._acceptor = None
         self._fallback_uuid = str(uuid_module.uuid4())
         self.accepted = 0
@@ -580,7 +582,7 @@ class IprotoServer:
         # The executor promises its SELECT never yields: the reader serves it itself.
         self.nonblocking_select = bool(getattr(executor, "nonblocking_select", False))
         # plain_dml(request) -> True when a DML request runs no Lua (see executor.py)
-        self.plain_dml = getattr(executor, "plain_dml", None)
+        self.plain_dml: Callable[[Request], bool] | None = getattr(executor, "plain_dml", None)
 
     # ---------------------------------------------------------------- config
 
@@ -715,8 +717,11 @@ class IprotoServer:
 
     def _accept_until_stopped(self) -> None:
         while not self.stopping:
+            listener = self._listener
+            if listener is None:   # closed meanwhile (stop_listening): nothing to accept
+                return
             try:
-                sock, address = self._listener.accept()
+                sock, address = listener.accept()
             except FiberIsCancelled:
                 return
             except OSError as exc:      # EMFILE and friends: back off, keep serving
