@@ -95,7 +95,7 @@ class ReplicaSet:
             return
         if replica.relay is not None and replica.relay.state == RelayState.FOLLOW:
             return
-        if self.hash.get(replica.uuid) is replica:
+        if replica.uuid is not None and self.hash.get(replica.uuid) is replica:
             del self.hash[replica.uuid]
 
     # ------------------------------------------------------- _cluster triggers
@@ -413,8 +413,11 @@ def replicaset_round(replicaset: ReplicaSet, skip_ro: bool) -> Replica | None:
         cmp = ballot.vclock.compare(best.vclock, ignore0=True)
         if cmp is None or cmp < 0:
             continue
-        if cmp == 0 and replica.uuid > leader.uuid:
-            continue
+        if cmp == 0:
+            # (the replicas of `hash` have the UUIDs they are keyed by)
+            assert replica.uuid is not None and leader.uuid is not None
+            if replica.uuid > leader.uuid:
+                continue
         leader = replica
     return leader
 
