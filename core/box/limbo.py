@@ -10,7 +10,7 @@ queue is not empty waits behind it (flag WAIT_SYNC without WAIT_ACK): memtx has 
 isolation, so it may have seen the pending changes.
 
 Names follow the seed so it reads beside this file. Nothing here touches a fiber, a
-socket, a file or the real clock. The glue (limbo_txn.py, replication/synchro.py)
+socket, a file or the real clock. The glue (core/instance/limbo_txn.py and synchro.py)
 injects:
 
 * `clock()` and `synchro_timeout()` / `quorum()` (read at every use: both dynamic);

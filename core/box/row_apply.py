@@ -17,12 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from spindle.core.box.field_types import ext_hook
 from spindle.core.box.txn import Statement
-from spindle.core.iproto.constants import is_synchro
-from spindle.core.iproto.xrow import DML_WRITE_TYPES, DmlRequest, XRow, decode_dml_body
-
-from . import limbo_txn
+from spindle.core.iproto.xrow import DmlRequest
 
 
 def execute_logged(txn, space, request: DmlRequest) -> Any:
@@ -43,47 +39,9 @@ def has_triggers(space) -> bool:
     return bool(len(space.before_replace) or len(space.on_replace))
 
 
-def recover_wal_tx(box, rows: list[XRow]) -> None:
-    """One transaction read from an xlog at start-up, applied unlogged (the WAL
-    does not run yet), then into the limbo as at its first commit.
-
-    Nothing runs beside recovery, so as long as no trigger, no limbo and no
-    synchronous space can see the transaction, none is made: the statements
-    only keep what undoes them. The first row that needs more adopts them into
-    a real transaction, which goes on as a transaction would have from the start."""
-    engine = box.engine
-    txn = None
-    statements: list[Statement] = []      # statements run without a transaction
-    try:
-        for row in rows:
-            rtype = row.type
-            if rtype in DML_WRITE_TYPES:
-                request = decode_dml_body(row.body, rtype, ext_hook)
-                space = engine.space(request.space_id)
-                if txn is None and unobserved(box, space):
-                    execute_unobserved(statements, space, request)
-                    continue
-                if txn is None:
-                    txn = adopt(box, statements)
-                execute_logged(txn, space, request)
-            elif is_synchro(rtype):
-                if txn is None:
-                    txn = adopt(box, statements)
-                limbo_txn.recover_synchro_row(box, row)
-            # NOP and anything else: nothing to apply
-    except BaseException:
-        abandon(engine, txn, statements)
-        raise
-    if txn is None:
-        return
-    engine.txns.commit()
-    if box.limbo.queue or txn.is_sync:      # else the limbo has nothing to do with it
-        limbo_txn.recover_tx(box, txn, rows)
-
-
 # ------------------------------------------- statements without a transaction
-# Recovery and the applier (core/replication/apply.py) run a transaction's rows
-# this way until one of them needs a real transaction.
+# Recovery (core/instance/box.py) and the applier (core/replication/apply.py) run
+# a transaction's rows this way until one of them needs a real transaction.
 
 def unobserved(box, space) -> bool:
     """Whether a logged statement of `space` can run outside a transaction: no

@@ -207,7 +207,7 @@ class TxnManager:
         # changes it)
         self.open: dict[Hashable, Txn] = {}
         # limbo_commit(txn, rows): the commit path of synchronous replication
-        # (core/box/limbo_txn.py) — writes the rows through `journal` and waits in
+        # (core/instance/limbo_txn.py) — writes the rows through `journal` and waits in
         # the limbo when it must; None: the journal alone
         self.limbo_commit: Callable[[Txn, list[XRow]], None] | None = None
 

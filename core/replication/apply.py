@@ -34,7 +34,7 @@ import functools
 from typing import Any, Iterable
 
 from spindle.core import log
-from spindle.core.box.limbo_txn import limbo_enter_replicated
+from spindle.core.instance.limbo_txn import limbo_enter_replicated
 from spindle.core.box.row_apply import (
     abandon, adopt, execute_logged, execute_unobserved, undo, unobserved,
 )

@@ -1,5 +1,5 @@
 """The Lua face of the box: box.space, box.tuple, transactions, box.schema, box.info,
-box.snapshot, over one `Box` (core/box/box.py).
+box.snapshot, over one `Box` (core/instance/box.py).
 
 `BoxStorage` is made with the `box` module (before box.cfg): it creates the Box, hooks
 the schema so box.space follows every DDL, and loads the Lua halves of the modules.
@@ -21,9 +21,9 @@ from typing import Any, Callable
 
 from spindle.core import log
 from spindle.core.box.access import Access
-from spindle.core.box.box import Box
-from spindle.core.box import startup
-from spindle.core.box.limbo_txn import on_synchro_option_changed
+from spindle.core.instance.box import Box
+from spindle.core.instance import startup
+from spindle.core.instance.limbo_txn import on_synchro_option_changed
 from spindle.core.box.ddl import Ddl
 from spindle.core.replication.replicaset import replicaset_check_quorum
 from spindle.core.replication.streams import describe_error

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from spindle.core.replication.replica import ApplierState
-from spindle.core.replication.synchro import box_clear_synchro_queue
+from spindle.core.instance.synchro import box_clear_synchro_queue
 
 from ..runtime import read_source
 

@@ -5,7 +5,7 @@ box.info's fields come from Box.info(), completed with what 2.6.0 also shows
 """
 from __future__ import annotations
 
-from spindle.core.box.limbo_txn import synchro_info
+from spindle.core.instance.limbo_txn import synchro_info
 from spindle.core.replication.replica import ApplierState, RelayState
 
 from ..runtime import read_source

@@ -61,7 +61,7 @@ class TxnApi:
         return None
 
     def _rollback_on_exit(self, fiber) -> None:
-        # A transaction owned by a session (the console's, see core/box/box.py txn_key)
+        # A transaction owned by a session (the console's, see core/instance/box.py txn_key)
         # outlives the statement fiber that began it.
         if "txn_key" not in fiber.storage and self.txns.current is not None:
             self.txns.rollback()

@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 from tests.unit.applier_fake_master import Capture, FakeMaster, row_frame  # noqa: E402
 from tests.unit.test_applier import joined_replica  # noqa: E402
 from spindle.core import log  # noqa: E402
-from spindle.core.box.box import Box  # noqa: E402
+from spindle.core.instance.box import Box  # noqa: E402
 from spindle.core.box.index import IndexDef  # noqa: E402
 from spindle.core.fiber import Scheduler  # noqa: E402
 from spindle.core.iproto.constants import IprotoType  # noqa: E402

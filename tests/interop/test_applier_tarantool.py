@@ -14,7 +14,7 @@ from __future__ import annotations
 import struct
 import uuid
 
-from spindle.core.box.box import Box
+from spindle.core.instance.box import Box
 from spindle.core.box.field_types import ext_hook
 from spindle.core.fiber import Scheduler
 from spindle.core.fiber.coio import run_in_thread

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from spindle.core.box.box import Box
+from spindle.core.instance.box import Box
 from spindle.core.fiber import Scheduler
 
 from ..integration.cluster import process_gone, wait_for

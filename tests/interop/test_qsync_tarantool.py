@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from spindle.core.box.box import Box
+from spindle.core.instance.box import Box
 from spindle.core.box.cfg import defaults
 from spindle.core.fiber import Scheduler
 from spindle.core.xlog.files import XlogReader

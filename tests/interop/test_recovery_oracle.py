@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from spindle.core.box.box import Box
+from spindle.core.instance.box import Box
 from spindle.core.box.cfg import defaults
 from spindle.core.fiber import Scheduler
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from spindle.core.box.box import Box
+from spindle.core.instance.box import Box
 from spindle.core.fiber import Cond, Scheduler, coio
 from spindle.core.iproto.constants import IprotoType
 from spindle.core.iproto.errors import ClientError, FiberIsCancelled

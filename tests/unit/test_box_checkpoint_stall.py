@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from spindle.core.box.box import Box
+from spindle.core.instance.box import Box
 from spindle.core.box.cfg import defaults
 from spindle.core.fiber import Scheduler
 from spindle.core.wal import checkpoint

@@ -22,12 +22,12 @@ import pytest
 
 from spindle.core.box.limbo import (CONFIRM, ROLLBACK, LimboEntry, TxnLimbo,
                                     quorum_confirm_lsn)
-from spindle.core.box.limbo_txn import (LimboWaiters, _enter, limbo_after_recovery,
-                                        limbo_commit)
+from spindle.core.instance.limbo_txn import (LimboWaiters, _enter, limbo_after_recovery,
+                                             limbo_commit)
 from spindle.core.iproto.constants import GroupId
 from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.iproto.xrow import XRow
-from spindle.core.replication.synchro import box_clear_synchro_queue
+from spindle.core.instance.synchro import box_clear_synchro_queue
 
 OWNER = 1
 TIMEOUT = ErrorCode.ER_SYNC_QUORUM_TIMEOUT

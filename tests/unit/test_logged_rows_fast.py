@@ -15,8 +15,8 @@ from spindle.core import log
 from spindle.core.box.field_types import ext_hook
 from spindle.core.box.index import IndexDef
 from spindle.core.box.key_def import KeyPart
-from spindle.core.box.box import Box
-from spindle.core.box.row_apply import execute_logged, recover_wal_tx
+from spindle.core.instance.box import Box, recover_wal_tx
+from spindle.core.box.row_apply import execute_logged
 from spindle.core.box.txn import Engine
 from spindle.core.iproto.constants import IprotoType
 from spindle.core.iproto import xrow

@@ -534,7 +534,7 @@ def test_the_greeting_carries_the_instance_uuid_before_the_box_starts(runners, m
     """`listen` binds before recovery or bootstrap: a peer connecting then must be
     greeted with the UUID the instance is about to have (tests/interop/
     test_greeting_uuid_oracle.py has 2.6.0's side), not a made-up one."""
-    from spindle.core.box.box import Box
+    from spindle.core.instance.box import Box
     if restart:
         first = runners()
         first.cfg()

@@ -7,10 +7,10 @@ from its reader fiber; when it completes a quorum, that fiber writes the CONFIRM
 from __future__ import annotations
 
 from spindle.core.box.limbo import quorum_confirm_lsn
-from spindle.core.box.limbo_txn import synchro_quorum_of, synchro_timeout_of
+from spindle.core.replication.replica import RelayState, Replica
 from spindle.core.vclock import VClock
 
-from .replica import RelayState, Replica
+from .limbo_txn import synchro_quorum_of, synchro_timeout_of
 
 
 def limbo_on_relay_ack(box, replica: Replica, vclock: VClock) -> None:

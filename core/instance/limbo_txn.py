@@ -28,8 +28,8 @@ from spindle.core.iproto.constants import GroupId
 from spindle.core.iproto.errors import ClientError, ErrorCode, FiberIsCancelled
 from spindle.core.iproto.xrow import XRow, decode_synchro_body, synchro_row
 
-from .limbo import CONFIRM, ROLLBACK, LimboEntry, TxnLimbo
-from .limbo_quorum import synchro_quorum
+from spindle.core.box.limbo import CONFIRM, ROLLBACK, LimboEntry, TxnLimbo
+from spindle.core.box.limbo_quorum import synchro_quorum
 
 DEFAULT_SYNCHRO_TIMEOUT = 5.0
 SYNCHRO_TYPES = frozenset((int(CONFIRM), int(ROLLBACK)))    # iproto_type_is_synchro
@@ -123,7 +123,7 @@ def make_limbo(box) -> TxnLimbo:
 def install_limbo(box) -> None:
     """Box.__init__: the limbo and its hooks (the replica set's ACKs, `_cluster`
     changes for a formula quorum). The commit path is installed with the WAL."""
-    from spindle.core.replication.synchro import limbo_on_relay_ack
+    from .synchro import limbo_on_relay_ack
     from .limbo_checkpoint import CheckpointGate
     box.limbo = make_limbo(box)
     box.checkpoint_gate = CheckpointGate(box.sched)

@@ -20,7 +20,7 @@ from spindle.core.replication.replicaset import (
 from spindle.core.vclock import VClock
 from spindle.core.wal.checkpoint import write_snapshot
 
-from .schema import CLUSTER_ID, SCHEMA_ID
+from spindle.core.box.schema import CLUSTER_ID, SCHEMA_ID
 
 TIMEOUT_INFINITY = None
 

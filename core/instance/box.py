@@ -20,7 +20,8 @@ from typing import Any, Callable, Iterable
 from spindle.core import log
 from spindle.core.fiber import Cond
 from spindle.core.iproto.errors import ClientError, ErrorCode, TimedOut
-from spindle.core.iproto.xrow import XRow, decode_dml_body
+from spindle.core.iproto.constants import is_synchro
+from spindle.core.iproto.xrow import DML_WRITE_TYPES, XRow, decode_dml_body
 from spindle.core.box.field_types import ext_hook
 from spindle.core.vclock import VClock
 from spindle.core.version import VERSION_STRING
@@ -33,9 +34,13 @@ from spindle.core.replication.replicaset import ReplicaSet
 
 from spindle.core.replication.replicaset import replicaset_follow, replicaset_sync
 
-from . import limbo_checkpoint, limbo_txn, row_apply, startup
-from .schema import Schema, load_bootstrap_rows
-from .txn import Engine
+from spindle.core.box.row_apply import (
+    abandon, adopt, execute_logged, execute_unobserved, unobserved,
+)
+from spindle.core.box.schema import Schema, load_bootstrap_rows
+from spindle.core.box.txn import Engine, Statement
+
+from . import limbo_checkpoint, limbo_txn, startup
 
 
 class Box:
@@ -176,7 +181,7 @@ class Box:
         self.engine.space(request.space_id).recover_replace(request.tuple)
 
     def _apply_wal_tx(self, rows: list[XRow]) -> None:
-        row_apply.recover_wal_tx(self, rows)
+        recover_wal_tx(self, rows)
 
     # -------------------------------------------------------------- journal
 
@@ -322,6 +327,44 @@ class Box:
         transaction: it must not yield (and may raise, e.g. ER_SYNC_MASTER_MISMATCH,
         to refuse the row)."""
         limbo_txn.apply_synchro_row(self, row)
+
+
+def recover_wal_tx(box, rows: list[XRow]) -> None:
+    """One transaction read from an xlog at start-up, applied unlogged (the WAL
+    does not run yet), then into the limbo as at its first commit.
+
+    Nothing runs beside recovery, so as long as no trigger, no limbo and no
+    synchronous space can see the transaction, none is made: the statements
+    only keep what undoes them. The first row that needs more adopts them into
+    a real transaction, which goes on as a transaction would have from the start."""
+    engine = box.engine
+    txn = None
+    statements: list[Statement] = []      # statements run without a transaction
+    try:
+        for row in rows:
+            rtype = row.type
+            if rtype in DML_WRITE_TYPES:
+                request = decode_dml_body(row.body, rtype, ext_hook)
+                space = engine.space(request.space_id)
+                if txn is None and unobserved(box, space):
+                    execute_unobserved(statements, space, request)
+                    continue
+                if txn is None:
+                    txn = adopt(box, statements)
+                execute_logged(txn, space, request)
+            elif is_synchro(rtype):
+                if txn is None:
+                    txn = adopt(box, statements)
+                limbo_txn.recover_synchro_row(box, row)
+            # NOP and anything else: nothing to apply
+    except BaseException:
+        abandon(engine, txn, statements)
+        raise
+    if txn is None:
+        return
+    engine.txns.commit()
+    if box.limbo.queue or txn.is_sync:      # else the limbo has nothing to do with it
+        limbo_txn.recover_tx(box, txn, rows)
 
 
 def _view_rows(captured):
