@@ -46,6 +46,7 @@ keeping it.
 """
 from __future__ import annotations
 
+import builtins
 import weakref
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -88,6 +89,7 @@ class TailBatch:
         """The rows, decoded from their frames when the batch is a span."""
         if self.rows is not None:
             return self.rows
+        assert self.frames is not None   # a batch has rows or is a span
         return decode_frames(self.frames)
 
 
@@ -167,7 +169,8 @@ class WalTail:
         self._settle()
         return self._bytes
 
-    def _on_write(self, rows: list[XRow], encoded: list[bytes] | None = None) -> None:
+    # (`builtins.bytes` in the annotations below: the `bytes` property above hides it)
+    def _on_write(self, rows: list[XRow], encoded: list[builtins.bytes] | None = None) -> None:
         """The WAL watcher (relay_process_wal_event of the seed, for every relay):
         runs in tx with the rows of one completed batch; the writer's vclock is already the one after them (kept as it is:
         the writer never changes a vclock it has handed out).
@@ -201,13 +204,15 @@ class WalTail:
         pending = self._pending
         if not pending:
             return
-        span = self._open
+        span, last, vclock_after = self._open, self._pending_last, self._pending_vclock
+        # rows are noted only while a span is open, with the last one and the vclock
+        assert span is not None and last is not None and vclock_after is not None
         frames = span.frames
+        assert frames is not None   # (the open batch is a span)
         before = len(frames)
         extend_frames(frames, pending)
         added = len(frames) - before
-        last = self._pending_last
-        span.vclock_after = self._pending_vclock
+        span.vclock_after = vclock_after
         span.size += added
         span.count += len(pending)
         span.lsn, span.timestamp = last.lsn, last.timestamp
@@ -223,10 +228,11 @@ class WalTail:
         self._open = span
         self._open_lsn = span.lsn
         self._room_rows = self._span_rows - span.count
+        assert span.frames is not None   # (a span)
         self._room_bytes = self._span_bytes - len(span.frames)
 
     def append(self, rows: list[XRow], vclock_after: VClock,
-               encoded: list[bytes] | None = None) -> None:
+               encoded: list[builtins.bytes] | None = None) -> None:
         """Keep one batch: a span when the WAL gave its bytes and plain_tx takes it
         whole (added to the newest span when that one is still open). `rows` and
         `encoded` of a batch kept as rows are kept as given, not copied: the WAL
@@ -271,11 +277,13 @@ class WalTail:
         self._open = None
 
     def _extend_open(self, rows: list[XRow], vclock_after: VClock,
-                     encoded: list[bytes]) -> bool:
+                     encoded: list[builtins.bytes]) -> bool:
         """Add a batch to the open span when plain_tx takes it and it continues the
         span (same id, growing LSNs), and the span has room; False when it cannot.
         (The WAL's one-row batches are usually noted by _on_write instead.)"""
         span = self._open
+        # (append() calls it with a span open)
+        assert span is not None and span.frames is not None
         frames = span.frames
         last = rows[-1]
         count = len(rows)
