@@ -33,14 +33,16 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterator, Sequence
 
 from spindle.core import log
 from spindle.core.iproto.errors import ErrorCode
 from spindle.core.iproto.xrow import XRow
 from spindle.core.vclock import VClock
 from spindle.core.xlog.files import XlogReader, format_filename
-from spindle.core.xlog.format import XLOG, XlogError, decode_block_rows, split_transactions
+from spindle.core.xlog.format import (
+    XLOG, Block, XlogError, decode_block_rows, split_transactions,
+)
 
 from .wal_tail import TailBatch, WalTail, vclock_covers
 from .wire_tx import (NotForwardable, WireRun, WireTx, decode_tail, plain_tx, scan_block,
@@ -91,7 +93,7 @@ class WalCursor:
         self.mode = "files"             # "files" or "tail" (tests and logs)
         self.files_read = 0             # files opened so far (tests)
         self._reader: XlogReader | None = None
-        self._blocks = None             # the reader's block generator
+        self._blocks: Iterator[Block] | None = None     # the reader's block generator
         self._file_vclock: VClock | None = None
         self._pending: list[XRow] = []  # rows of a transaction cut by a block end
         self._deferred_error: BaseException | None = None   # met after a batch's blocks
@@ -142,9 +144,11 @@ class WalCursor:
 
     def _read_tail(self) -> list[Transaction] | None:
         out: list[Transaction] = []
-        run = WireRun(self._wire_sync)
+        sync = self._wire_sync
+        run = WireRun(0 if sync is None else sync)   # (given nothing without a wire sync)
         rows = 0
         got_batch = False
+        assert self._tail_seq is not None   # (read() comes here in tail mode)
         while rows < TAIL_ROWS_PER_READ:
             try:
                 batch = self.tail.get(self._tail_seq)
@@ -164,6 +168,7 @@ class WalCursor:
                     rows += self._take_span(batch, run, out)
                     continue
                 if batch.encoded is not None:
+                    assert batch.rows is not None   # (a batch with its bytes keeps its rows)
                     rows += self._take_encoded(batch.rows, batch.encoded, run, out)
                     continue
             run.flush(out)
@@ -179,17 +184,19 @@ class WalCursor:
         """_take_encoded of a span (wal_tail.py): whole, by its LSN range, unless the
         cursor has part of it (then its rows, decoded, as any batch's)."""
         vclock = self.vclock
+        frames = batch.frames
+        assert frames is not None   # (a span)
         have = vclock.get(batch.replica_id)
         if have >= batch.lsn:
             return 0
         if have >= batch.first_lsn:
-            return self._take_encoded(batch.xrows(), unframe(batch.frames), run, out)
+            return self._take_encoded(batch.xrows(), unframe(frames), run, out)
         vclock.reset(batch.replica_id, batch.lsn)
         run.add_span(batch.replica_id, batch.first_lsn, batch.lsn, batch.timestamp,
-                     batch.frames, batch.count, out)
+                     frames, batch.count, out)
         return batch.count
 
-    def _take_encoded(self, rows: list[XRow], encoded: list[bytes], run: WireRun,
+    def _take_encoded(self, rows: list[XRow], encoded: Sequence[bytes], run: WireRun,
                       out: list[Transaction]) -> int:
         """The fresh transactions of a tail batch whose rows come with the bytes the
         WAL wrote: added to `run` when plain_tx (framed from those bytes later, no
@@ -225,6 +232,8 @@ class WalCursor:
         while time.monotonic() < deadline:
             if self._reader is None and not self._open_next():
                 return [] if self._tail_seq is not None else None
+            reader = self._reader
+            assert reader is not None   # open, or opened by _open_next
             blocks = self._next_blocks()
             if blocks:
                 txs = self._take_blocks(blocks)
@@ -233,7 +242,7 @@ class WalCursor:
                 continue
             # No more data for now: the end of a closed file, of the file being
             # written, or of a file a crash left unfinished.
-            if self._reader.eof_marker:
+            if reader.eof_marker:
                 self._close_file()
                 continue
             if not self._has_next_file():
@@ -242,16 +251,16 @@ class WalCursor:
                 return [] if self._tail_seq is not None else None
             # A newer file exists, so this one is finished; the WAL writes the EOF
             # marker before it creates the next file, so a second look settles it.
-            self._blocks = self._reader.blocks()
+            self._blocks = reader.blocks()
             blocks = self._next_blocks()
             if blocks:
                 txs = self._take_blocks(blocks)
                 if txs or self._tail_seq is not None:
                     return txs
                 continue
-            if not self._reader.eof_marker:
+            if not reader.eof_marker:
                 log.warn("relay: %s ends without an EOF marker, going on with the next "
-                         "file", self._reader.path)
+                         "file", reader.path)
             self._close_file()
         return []
 
@@ -284,8 +293,10 @@ class WalCursor:
         group: list = []
         size = 0
         error = None
+        blocks = self._blocks
+        assert blocks is not None   # (a file is open while its blocks are read)
         try:
-            for block in self._blocks:
+            for block in blocks:
                 group.append(block)
                 size += len(block.data)
                 out_of_time = time.monotonic() > deadline
@@ -354,7 +365,8 @@ class WalCursor:
             if isinstance(block, list):
                 done = self._take_rows(block, out)
             else:
-                done = self._take_wire(*block, out)
+                txs, rest = block   # (_prepare's WireTx and leftover rows)
+                done = self._take_wire(txs, rest, out)
             if done:
                 break
         return out
@@ -455,6 +467,7 @@ class WalCursor:
         return True
 
     def _has_next_file(self) -> bool:
+        assert self._file_vclock is not None   # (asked with a file open)
         current = self._file_vclock.signature
         return any(clock.signature > current for clock in self.wal.xlog_vclocks())
 
