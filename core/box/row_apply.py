@@ -17,11 +17,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from spindle.core.box.txn import Statement
-from spindle.core.iproto.xrow import DmlRequest
+from spindle.core.box.limbo import TxnLimbo
+from spindle.core.box.txn import Engine, Statement, Txn
+from spindle.core.iproto.xrow import DmlRequest, PutRequest
 
 
-def execute_logged(txn, space, request: DmlRequest) -> Any:
+def execute_logged(txn, space, request: DmlRequest | PutRequest) -> Any:
     """Run `request` as a statement of `txn`, the running fiber's transaction, whose
     rows are logged already (`txn.replicated`: no redo row for its statements)."""
     if has_triggers(space):
@@ -43,13 +44,14 @@ def has_triggers(space) -> bool:
 # Recovery (core/instance/box.py) and the applier (core/replication/apply.py) run
 # a transaction's rows this way until one of them needs a real transaction.
 
-def unobserved(box, space) -> bool:
+def unobserved(limbo: TxnLimbo, space) -> bool:
     """Whether a logged statement of `space` can run outside a transaction: no
     trigger to see it, no limbo to queue it."""
-    return not (space.is_sync or box.limbo.queue or has_triggers(space))
+    return not (space.is_sync or limbo.queue or has_triggers(space))
 
 
-def execute_unobserved(statements: list[Statement], space, request: DmlRequest) -> None:
+def execute_unobserved(statements: list[Statement], space,
+                       request: DmlRequest | PutRequest) -> None:
     """Run `request` without a transaction; its statement joins `statements`."""
     stmt = Statement(space, request)
     space.execute_stmt(stmt)        # all-or-nothing without triggers
@@ -71,10 +73,10 @@ def abandon(engine, txn, statements: list[Statement]) -> None:
         engine.txns.rollback()
 
 
-def adopt(box, statements: list[Statement]):
+def adopt(engine: Engine, statements: list[Statement]) -> Txn:
     """A transaction of logged rows (no redo rows) holding the statements that
     ran without one."""
-    txn = box.engine.txns.begin()
+    txn = engine.txns.begin()
     txn.replicated = True
     txn.statements.extend(statements)
     return txn
