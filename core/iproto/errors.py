@@ -516,6 +516,14 @@ class BoxError(Exception):
 
     type = "ClientError"
     code: int = ErrorCode.ER_UNKNOWN
+    # Set on some errors by whoever knows them and read with getattr and a default:
+    # declared for the type checker only (no class value, so an error without them
+    # does not seem to have them).
+    file: str                       # where it was raised (the IPROTO error stack)
+    line: int
+    errno: int                      # a SystemError's errno
+    system_message: str | None      # strerror(errno), as box.info shows it
+    prev: BoxError | None           # the error it was raised after (error stack)
 
     def __init__(self, message: str, code: int | None = None):
         super().__init__(message)
