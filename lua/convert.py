@@ -19,7 +19,7 @@ from typing import Any
 
 import lupa.luajit21 as lupa
 
-from spindle.core.iproto.msgpack_ext import KeyMap, hashable_key
+from spindle.core.iproto.msgpack import KeyMap, hashable_key
 
 _DOUBLE_EXACT = 2 ** 53
 _AS_IS = frozenset({int, float, bool, type(None)})    # what to_py() returns unchanged

@@ -29,14 +29,13 @@ from typing import Any, Callable
 import lupa.luajit21 as lupa
 
 from spindle.core.box.access import VIEW_SOURCE, Access, Priv
-from spindle.core.box.field_types import packb
+from spindle.core.iproto.msgpack import (
+    DECIMAL_ROOM, MP_EXT_DECIMAL, MP_EXT_ERROR, MP_EXT_UUID, KeyMap, MsgpackRaw, RawExt,
+    error_unpack, ext_code, packb,
+)
 from spindle.core.iproto.constants import IprotoKey
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
-from spindle.core.iproto.msgpack_ext import (
-    DECIMAL_ROOM, MP_EXT_DECIMAL, MP_EXT_ERROR, MP_EXT_UUID, KeyMap, RawExt, error_unpack,
-    ext_code,
-)
-from spindle.core.iproto.xrow import DmlRequest, MsgpackRaw
+from spindle.core.iproto.xrow import DmlRequest
 from spindle.core.net import requests as rq
 from spindle.core.net.executor import IprotoExecutor
 from spindle.core.net.session import AuthUser, Session, SessionUser

@@ -14,8 +14,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from spindle.core.iproto.errors import ClientError, ErrorCode
-from spindle.core.iproto.xrow import MsgpackRaw
-from spindle.core.box.field_types import packb
+from spindle.core.iproto.msgpack import MsgpackRaw, packb
 from spindle.core.net.session import ADMIN, SessionUser, Session, current_session
 
 from .runtime import Multi

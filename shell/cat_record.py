@@ -43,7 +43,8 @@ import struct
 import uuid
 from typing import Any
 
-from spindle.core.iproto.xrow import MsgpackError as XrowMsgpackError, XRow, mp_next
+from spindle.core.iproto.msgpack import MsgpackError as XrowMsgpackError, mp_next
+from spindle.core.iproto.xrow import XRow
 
 NOP = 12
 RUN_INFO, PAGE_INFO, ROW_INDEX = 100, 101, 102

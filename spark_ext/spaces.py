@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from spindle.core.iproto.xrow import pack
+from spindle.core.iproto.msgpack import pack
 
 from .values import msgpack_to_json
 

@@ -3,7 +3,8 @@
 Python value model (what a MsgPack decoder hands us): int, float, str (decoded with
 `surrogateescape`, so any byte string survives), bytes (MsgPack bin), bool, None (nil),
 list, dict, uuid.UUID (ext 2) and decimal.Decimal (ext 1); any other extension, a
-malformed decimal or uuid included, stays a RawExt (see msgpack_ext).
+malformed decimal or uuid included, stays a RawExt (see core/iproto/msgpack.py, where
+the packers and unpackers of these values live).
 
 Facts from src/box/field_def.c and src/box/tuple_compare.cc of the 2.6.0 tag, checked
 against the binary:
@@ -29,19 +30,14 @@ from __future__ import annotations
 
 import decimal
 import enum
-import threading
 import unicodedata
 import uuid
 from functools import lru_cache
 from typing import Any, Callable
 
-import msgpack
-
-from spindle.core.iproto.msgpack_ext import (  # noqa: F401 - box code imports them here
-    DECIMAL_MAX_DIGITS, MP_EXT_DECIMAL, MP_EXT_UUID, RawExt, decimal_pack,
-    decimal_unpack, ext_code, ext_hook, malformed_ext, needs_exact, unpack_exact,
+from spindle.core.iproto.msgpack import (
+    MP_EXT_DECIMAL, MP_EXT_UUID, RawExt, ext_code, malformed_ext,
 )
-
 
 
 class FieldType(str, enum.Enum):
@@ -115,7 +111,7 @@ def _is_scalar(v: Any) -> bool:
 
 
 def ext_fits(ftype: str, code: int) -> bool:
-    """field_mp_type_is_compatible() for an extension kept raw (msgpack_ext), by its
+    """field_mp_type_is_compatible() for an extension kept raw (iproto.msgpack), by its
     type code alone, with the C shift it makes: `1 << code` keeps the low five bits
     of the code on x86-64, so 2.6.0 takes ext 33 as a decimal, 34 as a uuid, and
     `any` refuses 0, 32, 64 and 96 as it refuses MP_UNKNOWN_EXTENSION (0); no typed
@@ -133,7 +129,7 @@ def ext_fits(ftype: str, code: int) -> bool:
 
 
 def _ext_check(ftype: str, check: Callable[[Any], bool]) -> Callable[[Any], bool]:
-    """`check`, or for an extension kept raw (msgpack_ext) its type code's fit."""
+    """`check`, or for an extension kept raw (iproto.msgpack) its type code's fit."""
     def fits(v: Any) -> bool:
         if check(v):
             return True
@@ -465,120 +461,3 @@ def compare(ftype: FieldType, a: Any, b: Any, *, collation: str | None = None) -
     func = part_key_func(ftype, is_nullable=True, collation=collation)
     ka, kb = func(a), func(b)
     return (ka > kb) - (ka < kb)
-
-
-# ---------------------------------------------------------------------------
-# MsgPack: the ext types 2.6.0 knows (1 decimal, 2 uuid; the rest kept raw, see
-# msgpack_ext) and sizes.
-
-def ext_default(value: Any) -> msgpack.ExtType:
-    if type(value) is RawExt:
-        return value.packable()
-    if isinstance(value, uuid.UUID):
-        return msgpack.ExtType(MP_EXT_UUID, value.bytes)
-    if isinstance(value, decimal.Decimal):
-        return msgpack.ExtType(MP_EXT_DECIMAL, decimal_pack(value))
-    raise TypeError(f"cannot serialize {type(value).__name__}")
-
-
-_packers = threading.local()     # a Packer keeps state while it packs: one per thread
-
-
-def _new_packer() -> msgpack.Packer:
-    packer = _packers.packer = msgpack.Packer(use_bin_type=True, default=ext_default,
-                                              unicode_errors="surrogateescape")
-    return packer
-
-
-def packb(value: Any) -> bytes:
-    """MsgPack of a tuple/key/ops as box writes it: str as str, bytes as bin, uuid and
-    decimal as ext types; surrogate-escaped strings come back byte-identical."""
-    try:
-        packer = _packers.packer
-    except AttributeError:
-        packer = _new_packer()
-    return packer.pack(value)
-
-
-def pack_tuple(tup: Any) -> bytes | None:
-    """packb() of a tuple to store, or None when it has a value MsgPack cannot hold
-    (such a value fails later where it did before: in the redo row). One call, as
-    every stored tuple is packed."""
-    try:
-        packer = _packers.packer
-    except AttributeError:
-        packer = _new_packer()
-    try:
-        return packer.pack(tup)
-    except (OverflowError, TypeError, ValueError):
-        return None
-
-
-def tuple_packer() -> Callable[[Any], bytes]:
-    """packb of the calling thread without the per-call lookup (hot loops)."""
-    try:
-        return _packers.packer.pack
-    except AttributeError:
-        return _new_packer().pack
-
-
-def tuple_bsize(value: Any) -> int:
-    """mp_sizeof() of a stored tuple, the fast way: the length of its encoding."""
-    try:
-        return len(packb(value))
-    except (OverflowError, TypeError, ValueError):
-        return mp_sizeof(value)
-
-
-def unpackb(data: bytes) -> Any:
-    """One stored value (a tuple, a key) as box keeps it."""
-    if needs_exact(data):
-        value, end = unpack_exact(data, 0, None, ext_hook)
-        if end != len(data):
-            raise ValueError("extra data after a MsgPack value")
-        return value
-    try:
-        return msgpack.unpackb(data, raw=False, strict_map_key=False, ext_hook=ext_hook,
-                               unicode_errors="surrogateescape")
-    except TypeError:           # a map keyed by an array or a map: keys made hashable
-        value, end = unpack_exact(data, 0, None, ext_hook)
-        if end != len(data):
-            raise ValueError("extra data after a MsgPack value") from None
-        return value
-
-
-def _len_header(n: int, fix_limit: int, small: int) -> int:
-    if n < fix_limit:
-        return 1
-    if n <= 0xFF and small:
-        return 2
-    return 3 if n <= 0xFFFF else 5
-
-
-def mp_sizeof(v: Any) -> int:
-    """Size in bytes of the MsgPack encoding of `v` (what bsize() accounts)."""
-    if v is None or isinstance(v, bool):
-        return 1
-    if isinstance(v, int):
-        if v >= 0:
-            return 1 if v < 0x80 else 2 if v <= 0xFF else 3 if v <= 0xFFFF else \
-                5 if v <= 0xFFFFFFFF else 9
-        return 1 if v >= -32 else 2 if v >= -0x80 else 3 if v >= -0x8000 else \
-            5 if v >= -0x80000000 else 9
-    if isinstance(v, float):
-        return 9
-    if isinstance(v, str):
-        n = len(v) if v.isascii() else len(v.encode("utf-8", "surrogateescape"))
-        return n + _len_header(n, 32, 1)
-    if isinstance(v, (bytes, bytearray, memoryview)):
-        n = len(v)
-        return n + (2 if n <= 0xFF else 3 if n <= 0xFFFF else 5)
-    if isinstance(v, (list, tuple)):
-        return _len_header(len(v), 16, 0) + sum(mp_sizeof(x) for x in v)
-    if isinstance(v, dict):
-        return _len_header(len(v), 16, 0) + sum(mp_sizeof(k) + mp_sizeof(x)
-                                                for k, x in v.items())
-    if isinstance(v, uuid.UUID):
-        return 18
-    return len(packb(v))
-

@@ -26,8 +26,9 @@ from typing import Any, Iterator, Sequence
 
 from spindle.core.box.field_types import (
     INDEXABLE, UINT64_MAX, FieldType, field_type_by_name, format_check, is_compatible,
-    pack_tuple, tuple_bsize, type1_contains_type2,
+    type1_contains_type2,
 )
+from spindle.core.iproto.msgpack import pack_tuple, tuple_bsize
 from spindle.core.box.index import DupMode, Index, IndexDef, IndexType, make_index
 from spindle.core.box.key_def import normalize_key
 from spindle.core.box.txn import PutRequest, Statement, Txn, TxnManager, put_row

@@ -31,11 +31,11 @@ import itertools
 from spindle.core import log
 from typing import Any, Callable, Hashable
 
-from spindle.core.box.field_types import packb
+from spindle.core.iproto.msgpack import MsgpackRaw, packb
 from spindle.core.fiber.trigger import TriggerList
 from spindle.core.iproto.constants import GroupId, IprotoType
 from spindle.core.iproto.errors import ClientError, ErrorCode
-from spindle.core.iproto.xrow import DmlRequest, MsgpackRaw, PutRequest, XRow, encode_dml_body
+from spindle.core.iproto.xrow import DmlRequest, PutRequest, XRow, encode_dml_body
 
 
 Journal = Callable[[list[XRow]], None]

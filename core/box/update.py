@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from spindle.core.box.field_types import INT64_MIN, UINT64_MAX, is_uint
-from spindle.core.iproto.msgpack_ext import MP_EXT_DECIMAL, decimal_unpack_zeroed, ext_code
+from spindle.core.iproto.msgpack import MP_EXT_DECIMAL, decimal_unpack_zeroed, ext_code
 from spindle.core.iproto.errors import ClientError, ErrorCode
 
 UPDATE_OP_COUNT_MAX = 4000

@@ -16,7 +16,8 @@ import binascii
 import os
 
 from spindle.core.iproto.constants import IprotoKey, IprotoType
-from spindle.core.iproto.xrow import XRow, pack
+from spindle.core.iproto.msgpack import pack
+from spindle.core.iproto.xrow import XRow
 
 CHAP_SHA1 = "chap-sha1"
 SCRAMBLE_SIZE = 20        # SHA1 digest size: the scramble and the part of the salt used

@@ -14,7 +14,8 @@ from spindle.core.iproto.constants import (
     BallotKey, ErrorKey, ErrorStackKey, IprotoKey, IprotoType, is_error_type, error_code_of,
 )
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
-from spindle.core.iproto.xrow import MsgpackError, XRow, invalid_msgpack, pack, unpack
+from spindle.core.iproto.msgpack import MsgpackError, invalid_msgpack, pack, unpack
+from spindle.core.iproto.xrow import XRow
 from spindle.core.vclock import VClock
 
 UUID_LEN = 36

@@ -29,12 +29,11 @@ from spindle.core.iproto.constants import (
     GroupId, IprotoFlag, IprotoKey, IprotoType, MpType,
 )
 from spindle.core.iproto.errors import ClientError, ErrorCode
-from spindle.core.iproto.msgpack_ext import (
-    MsgpackDecodeError, RawExt, needs_exact, raw_ext, unpack_exact,
+from spindle.core.iproto.msgpack import (
+    MP_TYPE_OF_BYTE, UINT_WIDE_MARKERS, MsgpackError, decode_uint, encode_value,
+    invalid_msgpack, mp_encode_uint, mp_next, needs_exact, raw_ext, unpack,
 )
 
-_UINT64_MAX = (1 << 64) - 1
-_pack_u16 = struct.Struct(">H").pack
 _pack_u32 = struct.Struct(">I").pack
 _pack_u64 = struct.Struct(">Q").pack
 _pack_double = struct.Struct(">d").pack
@@ -45,205 +44,6 @@ _unpack_double = struct.Struct(">d").unpack_from
 # after a 0xCE marker: the uint32, then the next key and marker and a double (the
 # layout of a relayed header's LSN and TIMESTAMP)
 _unpack_lsn32_timestamp = struct.Struct(">IBBd").unpack_from
-
-
-def invalid_msgpack(what: str) -> ClientError:
-    return ClientError(ErrorCode.ER_INVALID_MSGPACK, what)
-
-
-# ---------------------------------------------------------------------------
-# MsgPack primitives the msgpack package does not offer: exact type of the
-# value at a position (uint vs int, float32 vs float64) and skipping a value.
-
-def _build_type_table() -> tuple[MpType | None, ...]:
-    table: list[MpType | None] = [None] * 256
-    for b in range(0x00, 0x80):
-        table[b] = MpType.UINT
-    for b in range(0x80, 0x90):
-        table[b] = MpType.MAP
-    for b in range(0x90, 0xA0):
-        table[b] = MpType.ARRAY
-    for b in range(0xA0, 0xC0):
-        table[b] = MpType.STR
-    for b in range(0xE0, 0x100):
-        table[b] = MpType.INT
-    table[0xC0] = MpType.NIL
-    table[0xC2] = table[0xC3] = MpType.BOOL
-    for b in (0xC4, 0xC5, 0xC6):
-        table[b] = MpType.BIN
-    for b in (0xC7, 0xC8, 0xC9, 0xD4, 0xD5, 0xD6, 0xD7, 0xD8):
-        table[b] = MpType.EXT
-    table[0xCA] = MpType.FLOAT
-    table[0xCB] = MpType.DOUBLE
-    for b in (0xCC, 0xCD, 0xCE, 0xCF):
-        table[b] = MpType.UINT
-    for b in (0xD0, 0xD1, 0xD2, 0xD3):
-        table[b] = MpType.INT
-    for b in (0xD9, 0xDA, 0xDB):
-        table[b] = MpType.STR
-    table[0xDC] = table[0xDD] = MpType.ARRAY
-    table[0xDE] = table[0xDF] = MpType.MAP
-    return tuple(table)
-
-
-MP_TYPE_OF_BYTE = _build_type_table()   # None marks 0xc1, which is never valid
-
-# Bytes taken by the fixed part of a value, for first bytes whose size does not
-# depend on a length field.
-_FIXED_SIZE = {0xC0: 1, 0xC2: 1, 0xC3: 1, 0xCA: 5, 0xCB: 9, 0xCC: 2, 0xCD: 3, 0xCE: 5,
-               0xCF: 9, 0xD0: 2, 0xD1: 3, 0xD2: 5, 0xD3: 9, 0xD4: 3, 0xD5: 4, 0xD6: 6,
-               0xD7: 10, 0xD8: 18}
-
-
-class MsgpackError(ValueError):
-    """Malformed or truncated MsgPack found by `mp_next`."""
-
-
-def mp_next(buf: bytes, pos: int, end: int | None = None, *, allow_c1: bool = False) -> int:
-    """Position right after the MsgPack value at `pos` (msgpuck's mp_check + mp_next);
-    MsgpackError if the value is malformed or overruns `end`.
-
-    `allow_c1`: count the never-valid byte 0xc1 as a one-byte value, as 2.6.0's
-    IPROTO packet check lets it through. Pure Python, meant for small values
-    (headers, fixheader padding); row bodies are skipped with the C unpacker.
-    """
-    if end is None:
-        end = len(buf)
-    pending = 1
-    while pending:
-        if pos >= end:
-            raise MsgpackError("truncated value")
-        b = buf[pos]
-        pending -= 1
-        if b < 0x80 or b >= 0xE0:
-            pos += 1
-        elif b < 0x90:
-            pos += 1
-            pending += 2 * (b & 0x0F)
-        elif b < 0xA0:
-            pos += 1
-            pending += b & 0x0F
-        elif b < 0xC0:
-            pos += 1 + (b & 0x1F)
-        elif b in _FIXED_SIZE:
-            pos += _FIXED_SIZE[b]
-        elif b == 0xC1:
-            if not allow_c1:
-                raise MsgpackError("invalid byte 0xc1")
-            pos += 1
-        elif b in _SIZED:
-            width, extra = _SIZED[b]
-            pos += 1 + width + extra + _read_len(buf, pos + 1, width, end)
-        else:  # 0xdc 0xdd arrays, 0xde 0xdf maps
-            width = 2 if b in (0xDC, 0xDE) else 4
-            count = _read_len(buf, pos + 1, width, end)
-            pos += 1 + width
-            pending += count * (2 if b >= 0xDE else 1)
-    if pos > end:
-        raise MsgpackError("truncated value")
-    return pos
-
-
-# first byte -> (bytes of the length field, extra bytes before the payload)
-_SIZED = {0xC4: (1, 0), 0xC5: (2, 0), 0xC6: (4, 0), 0xD9: (1, 0), 0xDA: (2, 0),
-          0xDB: (4, 0), 0xC7: (1, 1), 0xC8: (2, 1), 0xC9: (4, 1)}
-
-
-def _read_len(buf, pos: int, width: int, end: int) -> int:
-    if pos + width > end:
-        raise MsgpackError("truncated length")
-    if width == 1:
-        return buf[pos]
-    return (_unpack_u16 if width == 2 else _unpack_u32)(buf, pos)[0]
-
-
-def mp_encode_uint(value: int) -> bytes:
-    """Shortest MsgPack encoding of an unsigned integer (mp_encode_uint)."""
-    if value < 0:
-        raise ValueError(f"negative value {value} where an unsigned int is required")
-    if value < 0x80:
-        return bytes((value,))
-    if value <= 0xFF:
-        return bytes((0xCC, value))
-    if value <= 0xFFFF:
-        return b"\xcd" + _pack_u16(value)
-    if value <= 0xFFFFFFFF:
-        return b"\xce" + _pack_u32(value)
-    if value <= _UINT64_MAX:
-        return b"\xcf" + _pack_u64(value)
-    raise ValueError(f"{value} does not fit in uint64")
-
-
-def _decode_uint(buf: bytes, pos: int) -> tuple[int, int]:
-    b = buf[pos]
-    if b < 0x80:
-        return b, pos + 1
-    if b == 0xCC:
-        return buf[pos + 1], pos + 2
-    if b == 0xCD:
-        return _unpack_u16(buf, pos + 1)[0], pos + 3
-    if b == 0xCE:
-        return _unpack_u32(buf, pos + 1)[0], pos + 5
-    if b == 0xCF:
-        return _unpack_u64(buf, pos + 1)[0], pos + 9
-    raise MsgpackError("not an unsigned integer")
-
-
-decode_uint = _decode_uint       # (value, next position) of a MsgPack uint at `pos`
-UINT_WIDE_MARKERS = frozenset((0xCC, 0xCD, 0xCE, 0xCF))
-
-
-def pack(value: Any) -> bytes:
-    """MsgPack as Tarantool expects it: str for text, bin for bytes; strings
-    decoded with surrogateescape and extensions kept raw come back byte-identical."""
-    return msgpack.packb(value, use_bin_type=True, unicode_errors="surrogateescape",
-                         default=_pack_raw_ext)
-
-
-def _pack_raw_ext(value: Any) -> Any:
-    if type(value) is RawExt:
-        return value.packable()
-    if type(value) is int:          # what the packer says without a `default`
-        raise OverflowError("Integer value out of range")
-    raise TypeError(f"can not serialize {type(value).__name__!r} object")
-
-
-def unpack(raw: bytes, what: str = "packet body", ext_hook: Callable | None = None) -> Any:
-    """Decode one complete MsgPack value; any defect is ER_INVALID_MSGPACK `what`.
-    `ext_hook` turns MsgPack extensions into values (the box passes its own, so
-    uuid and decimal fields of stored rows come back as uuid and Decimal); without
-    it stay RawExt, negative types and timestamps (ext -1) included."""
-    hook = ext_hook or raw_ext                 # extensions kept as they came
-    if needs_exact(raw):
-        return _unpack_whole_exact(raw, what, hook)
-    try:
-        return msgpack.unpackb(raw, raw=False, strict_map_key=False,
-                               unicode_errors="surrogateescape", ext_hook=hook)
-    except TypeError:
-        # A map keyed by an array or a map (legal in a Tarantool tuple) cannot
-        # become a dict with list keys: the exact decoder makes them hashable.
-        return _unpack_whole_exact(raw, what, hook)
-    except Exception as exc:
-        raise invalid_msgpack(what) from exc
-
-
-def _unpack_whole_exact(raw: bytes, what: str, hook: Callable) -> Any:
-    """unpack() by the exact decoder: one value that must fill `raw`."""
-    try:
-        value, end = unpack_exact(raw, 0, None, hook)
-    except MsgpackDecodeError as exc:
-        raise invalid_msgpack(what) from exc
-    if end != len(raw):
-        raise invalid_msgpack(what)
-    return value
-
-
-class MsgpackRaw(bytes):
-    """Already-encoded MsgPack: body builders insert it verbatim (e.g. a stored tuple)."""
-
-
-def _encode_value(value: Any) -> bytes:
-    return bytes(value) if isinstance(value, MsgpackRaw) else pack(value)
 
 
 # ---------------------------------------------------------------------------
@@ -372,7 +172,7 @@ def decode_frame_length(buf: bytes, pos: int = 0) -> tuple[int, int] | None:
     size = 1 if first < 0x80 else {0xCC: 2, 0xCD: 3, 0xCE: 5, 0xCF: 9}[first]
     if pos + size > len(buf):
         return None
-    length, _ = _decode_uint(buf, pos)
+    length, _ = decode_uint(buf, pos)
     return length, size
 
 
@@ -401,18 +201,18 @@ def _decode_header(buf: bytes, pos: int, end: int) -> tuple[XRow, int]:
         tsn_field = None
         flags = 0
         for _ in range(size):
-            key, pos = _decode_uint(buf, pos)
+            key, pos = decode_uint(buf, pos)
             if key >= IPROTO_KEY_MAX or MP_TYPE_OF_BYTE[buf[pos]] is not IPROTO_KEY_TYPE[key]:
                 raise MsgpackError(f"bad header key {key}")
             if key == IprotoKey.TIMESTAMP:
                 timestamp = _unpack_double(buf, pos + 1)[0]
                 pos += 9
             elif key in _HEADER_UINT_FIELDS:
-                values[_HEADER_UINT_FIELDS[key]], pos = _decode_uint(buf, pos)
+                values[_HEADER_UINT_FIELDS[key]], pos = decode_uint(buf, pos)
             elif key == IprotoKey.TSN:
-                tsn_field, pos = _decode_uint(buf, pos)
+                tsn_field, pos = decode_uint(buf, pos)
             elif key == IprotoKey.FLAGS:
-                flags, pos = _decode_uint(buf, pos)
+                flags, pos = decode_uint(buf, pos)
             else:
                 pos = mp_next(buf, pos, end)
             if pos > end:
@@ -541,7 +341,7 @@ def _relay_header(buf: bytes) -> tuple[XRow, int] | None:
         canonical = replica_id and lsn >= 0x10000
         pos = 21
     else:
-        lsn, pos = _decode_uint(buf, 6)
+        lsn, pos = decode_uint(buf, 6)
         # encode_header writes a non-zero replica id and LSN, in the fewest bytes
         canonical = replica_id and lsn and lsn >= _SHORTEST_FROM[pos - 6]
         key, marker = buf[pos], buf[pos + 1]
@@ -559,7 +359,7 @@ def _relay_header(buf: bytes) -> tuple[XRow, int] | None:
             pos += 2
         else:
             tsn_start = pos + 1
-            tsn_field, pos = _decode_uint(buf, tsn_start)
+            tsn_field, pos = decode_uint(buf, tsn_start)
             canonical = canonical and tsn_field >= _SHORTEST_FROM0[pos - tsn_start]
         # not the LSN itself either: that is TSN 0 ("not set"), which encode_header
         # writes as the short single-row header
@@ -687,7 +487,7 @@ def _usual_header(buf: bytes) -> tuple[XRow, int]:
         elif marker in UINT_WIDE_MARKERS:
             if key > 9 or not _USUAL_UINT_KEY[key]:
                 raise _NotUsual()
-            fields[key], pos = _decode_uint(buf, pos + 1)
+            fields[key], pos = decode_uint(buf, pos + 1)
         else:
             raise _NotUsual()
     if pos > len(buf):
@@ -826,13 +626,13 @@ def encode_dml_body(request_type: int, space_id: int, *, index_id: int = 0,
     for body_key, value in ((IprotoKey.KEY, key), (IprotoKey.OPS, ops),
                             (IprotoKey.TUPLE_META, tuple_meta), (IprotoKey.TUPLE, tuple)):
         if value is not None:
-            parts.append(bytes((body_key,)) + _encode_value(value))
+            parts.append(bytes((body_key,)) + encode_value(value))
     return bytes((0x80 | len(parts),)) + b"".join(parts)
 
 
 def encode_snapshot_body(space_id: int, tuple: Any) -> bytes:
     """`{SPACE_ID: ce <u32>, TUPLE: ...}`: the body of snapshot and JOIN rows."""
-    return b"\x82\x10\xce" + _pack_u32(space_id) + b"\x21" + _encode_value(tuple)
+    return b"\x82\x10\xce" + _pack_u32(space_id) + b"\x21" + encode_value(tuple)
 
 
 def _is_uint(value: Any) -> bool:

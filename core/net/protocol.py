@@ -26,10 +26,11 @@ from spindle.core.iproto.constants import (
     IPROTO_BODY_LEN_MAX, IPROTO_KEY_MAX, IPROTO_KEY_TYPE, IprotoKey, IprotoType, MpType,
 )
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
-from spindle.core.iproto.msgpack_ext import MsgpackDecodeError, ext_hook, needs_exact, unpack_exact
-from spindle.core.iproto.xrow import (
-    MP_TYPE_OF_BYTE, MsgpackError, MsgpackRaw, _decode_uint, mp_next, XRow, pack,
+from spindle.core.iproto.msgpack import (
+    MP_TYPE_OF_BYTE, MsgpackError, MsgpackRaw, decode_uint as _decode_uint, ext_hook, mp_next,
+    needs_exact, pack, unpack_exact,
 )
+from spindle.core.iproto.xrow import XRow
 
 # Largest packet (header + body) accepted; 2.6.0 refuses a longer one with
 # "too big packet size in the header" and closes the connection.
@@ -191,7 +192,7 @@ def _decode_body(data, pos: int, end: int, sync: int) -> tuple[Any, int]:
         # ext -1, which the C unpacker would make a Timestamp or refuse
         try:
             return unpack_exact(data, pos, end, ext_hook)
-        except MsgpackDecodeError:
+        except MsgpackError:
             pass
     # extensions become what box keeps (uuid, Decimal, RawExt): nothing is left to
     # convert in a request's values, however deep they nest

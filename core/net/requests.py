@@ -23,10 +23,8 @@ from spindle.core.iproto.constants import (
     IprotoType, MpType,
 )
 from spindle.core.iproto.errors import ClientError, ErrorCode
-from spindle.core.iproto.msgpack_ext import ext_hook, needs_exact
-from spindle.core.iproto.xrow import (
-    UINT_WIDE_MARKERS, XRow, decode_dml_body, decode_uint, pack,
-)
+from spindle.core.iproto.msgpack import UINT_WIDE_MARKERS, decode_uint, ext_hook, needs_exact, pack
+from spindle.core.iproto.xrow import XRow, decode_dml_body
 
 from .protocol import NO_BODY, UNDECODABLE, Packet, Where, client_error, with_location
 

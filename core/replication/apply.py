@@ -41,9 +41,9 @@ from spindle.core.box.row_apply import (
 from spindle.core.box.txn import Statement
 from spindle.core.iproto.constants import GroupId, IprotoKey, IprotoType, is_synchro
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
-from spindle.core.box.field_types import ext_hook
+from spindle.core.iproto.msgpack import ext_hook, unpack
 from spindle.core.iproto.xrow import (
-    DML_WRITE_TYPES, DmlRequest, XRow, decode_dml_body, decode_synchro_body, unpack,
+    DML_WRITE_TYPES, DmlRequest, XRow, decode_dml_body, decode_synchro_body,
 )
 
 SNAPSHOT_BATCH = 1000      # snapshot rows per transaction (and per yield)

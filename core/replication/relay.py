@@ -42,7 +42,7 @@ import time
 from typing import Any, Callable
 
 from spindle.core import log
-from spindle.core.box.field_types import packb
+from spindle.core.iproto.msgpack import packb
 from spindle.core.fiber.coio import SocketError, run_in_thread
 from spindle.core.iproto.constants import GroupId, IprotoType
 from spindle.core.iproto.errors import (

@@ -21,7 +21,7 @@ import struct
 from typing import Any
 
 from spindle.core import log
-from spindle.core.box.field_types import ext_hook
+from spindle.core.iproto.msgpack import ext_hook
 from spindle.core.fiber.coio import CoSocket, SocketError, run_in_thread
 from spindle.core.iproto.constants import is_error_type
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode, TimedOut

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from spindle.core import log
 from spindle.core.iproto.constants import GroupId
 from spindle.core.iproto.errors import ClientError, ErrorCode
-from spindle.core.box.field_types import tuple_packer
-from spindle.core.iproto.xrow import XRow, mp_encode_uint
+from spindle.core.iproto.msgpack import mp_encode_uint, tuple_packer
+from spindle.core.iproto.xrow import XRow
 from spindle.core.vclock import VClock
 from spindle.core.xlog.files import INPROGRESS_SUFFIX, format_filename
 from spindle.core.xlog.format import (

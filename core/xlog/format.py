@@ -28,9 +28,10 @@ import zstandard
 from spindle.core.iproto.constants import IPROTO_BODY_LEN_MAX, XLOG_FIXHEADER_SIZE
 from spindle.core.iproto.errors import BoxError, ClientError
 from spindle.core.iproto.constants import IprotoType
-from spindle.core.iproto.xrow import (
-    UINT_WIDE_MARKERS, MsgpackError, XRow, decode_uint, encode_header, mp_encode_uint, mp_next,
+from spindle.core.iproto.msgpack import (
+    UINT_WIDE_MARKERS, MsgpackError, decode_uint, mp_encode_uint, mp_next,
 )
+from spindle.core.iproto.xrow import XRow, encode_header
 from spindle.core.iproto.xrow import decode_rows as decode_rows_strict
 import msgpack
 from spindle.core.vclock import VCLOCK_STR_LEN_MAX, VClock, VClockParseError

@@ -20,9 +20,8 @@ import decimal
 import uuid
 from typing import Any
 
-from spindle.core.box.field_types import mp_sizeof
+from spindle.core.iproto.msgpack import KeyMap, RawExt, mp_sizeof
 from spindle.core.box.update import update_tuple, upsert_tuple
-from spindle.core.iproto.msgpack_ext import KeyMap, RawExt
 
 from ..convert import decimal_parts
 from ..errors import LuaError

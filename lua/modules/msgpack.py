@@ -1,9 +1,9 @@
 """Tarantool's `msgpack` module (lua/modules/msgpack.lua): encode/decode in Lua, with
 integers beyond 1e14 - 1 decoded as int64_t/uint64_t cdata, as Tarantool does; an
-MP_ERROR extension decoded into a box.error object by core/iproto/msgpack_ext.py."""
+MP_ERROR extension decoded into a box.error object by core/iproto/msgpack.py."""
 from __future__ import annotations
 
-from spindle.core.iproto.msgpack_ext import error_unpack
+from spindle.core.iproto.msgpack import error_unpack
 
 from ..runtime import read_source
 from ..serialize import core

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import msgpack
 
-from spindle.core.box.field_types import packb
-from spindle.core.iproto.msgpack_ext import raw_ext, unpack_exact
+from spindle.core.iproto.msgpack import packb, raw_ext, unpack_exact
 from spindle.core.net.protocol import PacketError, decode_packet
 from spindle.core.net.requests import REPLICATION_TYPES
 

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.iproto.greeting import decode_greeting
-from spindle.core.iproto.xrow import XRow, pack
+from spindle.core.iproto.msgpack import pack
+from spindle.core.iproto.xrow import XRow
 from spindle.core.net import iproto_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "unit"))

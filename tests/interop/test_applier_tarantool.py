@@ -15,7 +15,7 @@ import struct
 import uuid
 
 from spindle.core.instance.box import Box
-from spindle.core.box.field_types import ext_hook
+from spindle.core.iproto.msgpack import ext_hook
 from spindle.core.fiber import Scheduler
 from spindle.core.fiber.coio import run_in_thread
 from spindle.core.iproto.constants import IprotoType

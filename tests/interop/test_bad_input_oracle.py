@@ -30,8 +30,7 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from spindle.core.box.field_types import packb
-from spindle.core.iproto.msgpack_ext import raw_ext, unpack_exact
+from spindle.core.iproto.msgpack import packb, raw_ext, unpack_exact
 
 from .oracle import SPINDLE, console_both, tarantool_binary
 

@@ -15,7 +15,7 @@ import tempfile
 
 import pytest
 
-from spindle.core.box.field_types import unpackb
+from spindle.core.iproto.msgpack import unpackb
 from spindle.core.box.index import IndexDef
 from spindle.core.box.key_def import KeyPart
 from spindle.core.box.txn import Engine

@@ -21,7 +21,8 @@ import yaml
 
 from spindle.core.fiber import Scheduler
 from spindle.core.iproto.constants import GroupId, IprotoType, type_name
-from spindle.core.iproto.xrow import XRow, decode_dml_body, encode_dml_body, unpack
+from spindle.core.iproto.msgpack import unpack
+from spindle.core.iproto.xrow import XRow, decode_dml_body, encode_dml_body
 from spindle.core.vclock import VClock
 from spindle.core.wal.checkpoint import write_snapshot
 from spindle.core.wal.recovery import recover

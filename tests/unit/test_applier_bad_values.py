@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import decimal
 
-from spindle.core.box.field_types import packb
+from spindle.core.iproto.msgpack import MsgpackRaw, packb, raw_ext
 from spindle.core.box.index import IndexDef
 from spindle.core.box.key_def import KeyPart
 from spindle.core.iproto.constants import IprotoKey, IprotoType
 from spindle.core.iproto.errors import ErrorCode
-from spindle.core.iproto.msgpack_ext import raw_ext
-from spindle.core.iproto.xrow import MsgpackRaw
 from spindle.core.replication.applier import Applier
 from spindle.core.replication.replica import ApplierState as S
 

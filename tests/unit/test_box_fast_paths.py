@@ -16,7 +16,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from sortedcontainers import SortedDict
 
-from spindle.core.box.field_types import UINT64_MAX, pack_tuple, packb
+from spindle.core.box.field_types import UINT64_MAX
+from spindle.core.iproto.msgpack import pack_tuple, packb
 from spindle.core.box.index import DupMode, HashIndex, IndexDef, TreeIndex
 from spindle.core.box.key_def import KeyPart
 from spindle.core.box.txn import Engine, PutRequest, request_row

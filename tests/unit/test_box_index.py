@@ -9,6 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from spindle.core.box import field_types as ft
 from spindle.core.box.field_types import FieldType
+from spindle.core.iproto import msgpack as mp
 from spindle.core.box.index import (
     DupMode, HashIndex, IndexDef, TreeIndex, iterator_type, make_index,
 )
@@ -111,10 +112,10 @@ def test_collations(collation, equal, ordered):
 def test_decimal_pack_roundtrip():
     for text in ["0", "1.5", "-1.5", "123456789012345678901234567890.12345678", "1E+5"]:
         value = decimal.Decimal(text)
-        assert ft.decimal_unpack(ft.decimal_pack(value)) == value
+        assert mp.decimal_unpack(mp.decimal_pack(value)) == value
     # 2.6.0 bytes for decimal.new('-12.34'): scale 2, BCD 01 23 4d
-    assert ft.decimal_pack(decimal.Decimal("-12.34")) == b"\x02\x01\x23\x4d"
-    assert ft.unpackb(ft.packb([U, D])) == [U, D]
+    assert mp.decimal_pack(decimal.Decimal("-12.34")) == b"\x02\x01\x23\x4d"
+    assert mp.unpackb(mp.packb([U, D])) == [U, D]
 
 
 def test_mp_sizeof_matches_packb():
@@ -122,7 +123,7 @@ def test_mp_sizeof_matches_packb():
                   -129, -32769, -2 ** 31 - 1, 1.5, "", "x" * 31, "x" * 32, "x" * 256,
                   "\u00e9" * 20, b"", b"x" * 256, [1, [2, {"a": 3}]], list(range(16)),
                   {i: i for i in range(16)}, U, D]:
-        assert ft.mp_sizeof(value) == len(ft.packb(value)), value
+        assert mp.mp_sizeof(value) == len(mp.packb(value)), value
 
 
 # ---------------------------------------------------------------- key defs

@@ -254,7 +254,7 @@ def test_rows_of_a_transaction(engine, journal):
 @pytest.mark.parametrize("rtype", [IprotoType.INSERT, IprotoType.REPLACE])
 @pytest.mark.parametrize("space_id", [0, 5, 512, 70000])
 def test_request_row_of_a_packed_tuple_equals_the_general_one(rtype, space_id):
-    from spindle.core.box.field_types import packb
+    from spindle.core.iproto.msgpack import packb
     tup = [1, "a", None, 2.5, [1, {"k": b"v"}]]
     request = DmlRequest(type=rtype, space_id=space_id, tuple=tup)
     fast = request_row(request, GroupId.LOCAL, packb(tuple(tup)))

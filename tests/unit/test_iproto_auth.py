@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spindle.core.iproto import auth
-from spindle.core.iproto.xrow import decode_row, unpack
+from spindle.core.iproto.msgpack import unpack
+from spindle.core.iproto.xrow import decode_row
 
 WIRE = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "tarantool-2.6" / "wire"
 

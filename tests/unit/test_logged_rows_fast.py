@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spindle.core import log
-from spindle.core.box.field_types import ext_hook
+from spindle.core.iproto.msgpack import MsgpackError, ext_hook, pack, unpack
 from spindle.core.box.index import IndexDef
 from spindle.core.box.key_def import KeyPart
 from spindle.core.instance.box import Box, recover_wal_tx
@@ -22,8 +22,8 @@ from spindle.core.iproto.constants import IprotoType
 from spindle.core.iproto import xrow
 from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.iproto.xrow import (
-    NO_BODY, DmlRequest, PutRequest, XRow, decode_dml_packet, decode_row, dml_request_from_map,
-    decode_dml_body, encode_dml_body, pack, unpack,
+    NO_BODY, DmlRequest, PutRequest, XRow, decode_dml_body, decode_dml_packet, decode_row,
+    dml_request_from_map, encode_dml_body,
 )
 from spindle.core.replication.apply import ReplicatedTx
 from spindle.core.wal import recovery
@@ -198,7 +198,7 @@ def test_relay_layout_fixints_that_are_not_fixints_are_read_as_the_general_way(
     mutated = packet[:field] + bytes((byte,)) + packet[field + 1:]
     try:
         quick = xrow._relay_header(mutated)
-    except (IndexError, struct.error, xrow.MsgpackError):
+    except (IndexError, struct.error, MsgpackError):
         return
     if quick is not None:
         assert quick == xrow._usual_header(mutated)
@@ -213,7 +213,7 @@ def test_mutated_relay_headers_read_as_the_general_way_or_not_at_all(name, where
     mutated = packet[:where] if cut else packet[:where] + bytes((byte,)) + packet[where + 1:]
     try:
         quick = xrow._relay_header(mutated)
-    except (IndexError, struct.error, xrow.MsgpackError):
+    except (IndexError, struct.error, MsgpackError):
         return              # decode_dml_packet leaves it to the strict way
     if quick is not None:       # (XRow equality covers tsn and is_commit)
         assert quick == xrow._usual_header(mutated)

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from spindle.core.box.field_types import packb, unpackb
+from spindle.core.iproto.msgpack import packb, unpackb
 from spindle.lua.modules import decimal as natives
 from spindle.lua.render import render_lua_value, render_values
 from spindle.lua.serialize import DecimalText, to_display

@@ -1,4 +1,4 @@
-"""MsgPack extensions whatever their payload (core/iproto/msgpack_ext.py) and what the
+"""MsgPack extensions whatever their payload (core/iproto/msgpack.py) and what the
 engine does with them: the payload rules of 2.6.0's decimal_unpack / uuid_unpack /
 error_unpack, raw extensions stored and packed back byte for byte, the field-type
 table of field_mp_type_is_compatible, refusals where 2.6.0 would crash, and the
@@ -14,18 +14,18 @@ import msgpack
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from spindle.core.box.field_types import FieldType, ext_hook, is_compatible, packb, unpackb
+from spindle.core.box.field_types import FieldType, is_compatible
+from spindle.core.iproto.msgpack import (
+    ExtDecimal, MsgpackError, decimal_unpack, error_unpack, ext_hook, needs_exact, pack, packb,
+    raw_ext, unpack, unpack_exact, unpackb, uuid_unpack,
+)
 from spindle.core.box.index import IndexDef
 from spindle.core.box.key_def import KeyPart
 from spindle.core.box.txn import Engine
 from spindle.core.box.update import update_tuple
 from spindle.core.iproto.errors import ClientError, ErrorCode
-from spindle.core.iproto.msgpack_ext import (
-    ExtDecimal, MsgpackDecodeError, decimal_unpack, error_unpack, needs_exact, raw_ext,
-    unpack_exact, uuid_unpack,
-)
 from spindle.core.iproto.xrow import (
-    XRow, decode_dml_body, decode_dml_packet, decode_relay_put_frame, frame, pack, unpack,
+    XRow, decode_dml_body, decode_dml_packet, decode_relay_put_frame, frame,
 )
 from spindle.core.net.protocol import UNDECODABLE, PacketError, decode_packet
 from spindle.core.net.requests import decode_request, decode_request_fast
@@ -247,22 +247,22 @@ def test_exact_decoder_agrees_with_the_c_one(value):
     exact, end = unpack_exact(raw)
     assert end == len(raw) and pack(exact) == raw
     assert pack(unpack(raw)) == raw
-    # every cut is refused with MsgpackDecodeError, never anything else
+    # every cut is refused with MsgpackError, never anything else
     for cut in range(len(raw)):
-        with pytest.raises(MsgpackDecodeError):
+        with pytest.raises(MsgpackError):
             unpack_exact(raw[:cut])
 
 
 @pytest.mark.parametrize("raw", [b"\xc1", b"\x91\xc1", b"\xd9\x05ab", b"\xdc\xff\xff",
                                  b"\xc7\x05\x01ab"])
 def test_exact_decoder_refuses_garbage(raw):
-    with pytest.raises(MsgpackDecodeError):
+    with pytest.raises(MsgpackError):
         unpack_exact(raw)
 
 
 def test_exact_decoder_refuses_what_nests_too_deep():
     deep = b"\x91" * 2000 + b"\xd6\xff\x00\x00\x00\x01"
-    with pytest.raises(MsgpackDecodeError):
+    with pytest.raises(MsgpackError):
         unpack_exact(deep)
     with pytest.raises(ClientError):
         unpack(deep)

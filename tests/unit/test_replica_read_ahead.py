@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spindle.core.box.field_types import ext_hook
+from spindle.core.iproto.msgpack import ext_hook
 from spindle.core.iproto.constants import IprotoType
 from spindle.core.iproto.xrow import XRow, decode_dml_packet, decode_row, encode_dml_body
 from spindle.core.replication import streams

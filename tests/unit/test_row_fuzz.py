@@ -11,16 +11,14 @@ import random
 
 import pytest
 
-from spindle.core.box.field_types import ext_hook, packb
+from spindle.core.iproto.msgpack import MsgpackRaw, ext_hook, packb, raw_ext
 from spindle.core.box.index import IndexDef
 from spindle.core.box.key_def import KeyPart
 from spindle.core.box.txn import Engine
 from spindle.core.iproto.constants import IprotoType
 from spindle.core.iproto.errors import BoxError
-from spindle.core.iproto.msgpack_ext import raw_ext
 from spindle.core.iproto.xrow import (
-    MsgpackRaw, XRow, decode_dml_packet, decode_relay_put_frame, decode_row, encode_dml_body,
-    frame,
+    XRow, decode_dml_packet, decode_relay_put_frame, decode_row, encode_dml_body, frame,
 )
 from spindle.core.replication.apply import decode_request
 

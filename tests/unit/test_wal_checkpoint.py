@@ -15,7 +15,8 @@ from spindle.core import log
 from spindle.core.fiber import Scheduler
 from spindle.core.iproto.constants import IprotoType
 from spindle.core.iproto.errors import ClientError, ErrorCode
-from spindle.core.iproto.xrow import XRow, decode_dml_body, encode_dml_body, unpack
+from spindle.core.iproto.msgpack import unpack
+from spindle.core.iproto.xrow import XRow, decode_dml_body, encode_dml_body
 from spindle.core.vclock import VClock
 from spindle.core.wal import checkpoint
 from spindle.core.wal.checkpoint import Checkpointer, CheckpointSchedule, write_snapshot, \

@@ -8,10 +8,11 @@ from hypothesis import strategies as st
 
 from spindle.core.iproto.constants import IPROTO_KEY_TYPE, IprotoKey, IprotoType, MpType
 from spindle.core.iproto.errors import ClientError
+from spindle.core.iproto.msgpack import MsgpackRaw, mp_next, pack, unpack
 from spindle.core.iproto.xrow import (
-    DmlRequest, MsgpackRaw, XRow, decode_dml_body, decode_frame_length, decode_row,
-    decode_rows, decode_synchro_body, encode_dml_body, encode_reply_header,
-    encode_snapshot_body, encode_synchro_body, frame, mp_next, pack, synchro_row, unpack,
+    DmlRequest, XRow, decode_dml_body, decode_frame_length, decode_row, decode_rows,
+    decode_synchro_body, encode_dml_body, encode_reply_header, encode_snapshot_body,
+    encode_synchro_body, frame, synchro_row,
 )
 
 WIRE = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "tarantool-2.6" / "wire"
@@ -329,7 +330,7 @@ def test_dml_bodies_decode_uuid_and_decimal_with_the_box_ext_hook():
     import decimal
     import uuid as uuid_module
 
-    from spindle.core.box.field_types import ext_hook, packb
+    from spindle.core.iproto.msgpack import ext_hook, packb
     from spindle.core.iproto.xrow import decode_dml_body
     value, number = uuid_module.uuid4(), decimal.Decimal("1.25")
     body = packb({0x10: 512, 0x21: [value, number]})
