@@ -113,13 +113,6 @@ class VClock:
                 self._lsn[_check_id(replica_id)] = lsn
         return self
 
-    def add_diff(self, diff: VClock | Mapping[int, int]) -> VClock:
-        """Tarantool's vclock_merge(): add a per-component diff, in place."""
-        for replica_id, lsn in _as_dict(diff).items():
-            if lsn:
-                self.follow(replica_id, self.get(replica_id) + lsn)
-        return self
-
     def min_ignore0(self, other: VClock | Mapping[int, int]) -> VClock:
         """Component-wise minimum except component 0, in place (GC uses it)."""
         theirs_all = _as_dict(other)
@@ -209,10 +202,6 @@ class VClock:
         return {i: lsn for i, lsn in sorted(self._lsn.items()) if i != 0 and lsn != 0}
 
     @classmethod
-    def from_dict(cls, components: Mapping[int, int]) -> VClock:
-        return cls(components)
-
-    @classmethod
     def from_wire(cls, components: Mapping[int, int]) -> VClock:
         """Decode a VCLOCK map like 2.6.0 does: ids >= 32 are an error, id 0 and lsn 0 ignored."""
         clock = cls()
@@ -229,8 +218,6 @@ class VClock:
     def __str__(self) -> str:
         """`{1: 25, 2: 3}` -- the xlog header form, also what box.info prints."""
         return "{" + ", ".join(f"{i}: {lsn}" for i, lsn in sorted(self._lsn.items())) + "}"
-
-    to_string = __str__
 
     def __repr__(self) -> str:
         return f"VClock({self})"

@@ -103,7 +103,3 @@ def space_table(space_format: list[dict], tuples: list) -> pa.Table:
     if not names:            # a space with neither format nor tuples
         return pa.table({"f1": pa.array([], pa.string())})
     return pa.Table.from_arrays(columns, names=names)
-
-
-def view_name(space_name: str) -> str:
-    return f"space_{space_name}"

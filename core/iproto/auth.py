@@ -52,11 +52,6 @@ def password_hash(password: str | bytes) -> str:
     return base64.b64encode(hash2(password)).decode("ascii")
 
 
-def auth_map(password: str | bytes) -> dict:
-    """The auth field of a `_user` row for `password`: {'chap-sha1': hash}."""
-    return {CHAP_SHA1: password_hash(password)}
-
-
 def decode_stored_hash(stored: str | bytes | None) -> bytes | None:
     """hash2 from the stored base64 form (or raw 20 bytes); None if unusable.
 

@@ -16,8 +16,6 @@ IPROTO_GREETING_SIZE = 128
 IPROTO_BODY_LEN_MAX = 2147483648
 # magic + len + prev crc32 + crc32 + padding: every xlog block header has this size.
 XLOG_FIXHEADER_SIZE = 19
-# (major << 16) | (minor << 8) | patch, sent as SERVER_VERSION in SUBSCRIBE.
-TARANTOOL_VERSION_ID = 0x020600
 
 
 def version_id(major: int, minor: int, patch: int) -> int:
@@ -167,11 +165,6 @@ class IprotoType(enum.IntEnum):
 IPROTO_TYPE_ERROR = IprotoType.TYPE_ERROR
 
 
-def error_type(code: int) -> int:
-    """REQUEST_TYPE of an error reply carrying error `code`."""
-    return IPROTO_TYPE_ERROR | int(code)
-
-
 def is_error_type(request_type: int) -> bool:
     return (request_type & IPROTO_TYPE_ERROR) != 0
 
@@ -211,8 +204,6 @@ class IprotoFlag(enum.IntFlag):
     WAIT_SYNC = 0x02       # 2.7+ (not in 2.6.0)
     WAIT_ACK = 0x04        # 2.7+ (not in 2.6.0)
 
-
-IPROTO_FLAG_COMMIT = IprotoFlag.COMMIT
 
 
 class GroupId(enum.IntEnum):
@@ -264,12 +255,6 @@ class RaftKey(enum.IntEnum):
     VCLOCK = 3
 
 
-class RaftState(enum.IntEnum):
-    FOLLOWER = 1
-    CANDIDATE = 2
-    LEADER = 3
-
-
 class IteratorType(enum.IntEnum):
     EQ = 0
     REQ = 1
@@ -283,12 +268,6 @@ class IteratorType(enum.IntEnum):
     BITS_ALL_NOT_SET = 9
     OVERLAPS = 10
     NEIGHBOR = 11
-
-
-class MpExtType(enum.IntEnum):
-    DECIMAL = 1
-    UUID = 2
-    ERROR = 3
 
 
 def _export_prefixed() -> list[str]:
@@ -305,8 +284,7 @@ def _export_prefixed() -> list[str]:
 
 
 _PREFIXED = _export_prefixed()
-# Tarantool's own spelling for the group ids.
-GROUP_DEFAULT = GroupId.DEFAULT
+# Tarantool's own spelling for the local group id.
 GROUP_LOCAL = GroupId.LOCAL
 
 # iproto_key_strs[] of 2.6.0: names used in messages such as ER_MISSING_REQUEST_FIELD.

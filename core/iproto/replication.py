@@ -73,16 +73,6 @@ class Ballot:
     is_anon: bool = False          # 2.6.1+ only (key 0x05)
 
 
-def encode_ballot_body(ballot: Ballot) -> dict:
-    """{BALLOT: {IS_RO, IS_LOADING, VCLOCK, GC_VCLOCK}} in 2.6.0's key order."""
-    return {IprotoKey.BALLOT: {
-        BallotKey.IS_RO: ballot.is_ro,
-        BallotKey.IS_LOADING: ballot.is_loading,
-        BallotKey.VCLOCK: ballot.vclock.to_wire(),
-        BallotKey.GC_VCLOCK: ballot.gc_vclock.to_wire(),
-    }}
-
-
 def decode_ballot(row: XRow) -> Ballot:
     body = _body(row, "packet body")
     inner = body.get(IprotoKey.BALLOT)
@@ -249,10 +239,6 @@ def decode_vclock_row(row: XRow) -> VClock:
 def encode_heartbeat(master_id: int, timestamp: float) -> XRow:
     """OK with REPLICA_ID and TIMESTAMP, no body, no LSN."""
     return XRow(type=IprotoType.OK, replica_id=master_id, timestamp=timestamp)
-
-
-def is_heartbeat(row: XRow) -> bool:
-    return row.type == IprotoType.OK and row.lsn == 0
 
 
 # ------------------------------------------------------------------- errors

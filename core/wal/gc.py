@@ -1,9 +1,9 @@
 """Garbage collection of checkpoints (.snap) and WAL files (.xlog), as gc.c of 2.6.0.
 
-State: the checkpoints (oldest first, each with the names of whoever holds it, e.g. a
-backup), the WAL consumers (a replica: a name and the vclock it has read up to; see
-gc_consumer_register/advance/unregister at the end) and `vclock`, the oldest vclock
-whose rows are still kept.
+State: the checkpoints (oldest first, each with the names of whoever holds it: 2.6.0's
+box.backup, which Spindle has not, so box.info.gc shows none), the WAL consumers (a
+replica: a name and the vclock it has read up to; see gc_consumer_register/advance/
+unregister at the end) and `vclock`, the oldest vclock whose rows are still kept.
 
 A cleanup round:
 1. drop the oldest checkpoints while more than `checkpoint_count` remain and the oldest
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from spindle.core import log
 from spindle.core.vclock import VClock
-from spindle.core.xlog.files import format_filename, list_files, read_meta
+from spindle.core.xlog.files import list_files
 
 REMOVED_KEPT = 1000          # GarbageCollector.removed: the newest deletions kept
 
@@ -78,16 +78,6 @@ class GarbageCollector:
             if not self.checkpoints or self.checkpoints[-1].signature < vclock.signature:
                 self.checkpoints.append(Checkpoint(vclock.copy()))
 
-    def scan_checkpoints(self) -> None:
-        """load_checkpoints() from the headers of the .snap files in memtx_dir."""
-        clocks = []
-        if os.path.isdir(self.memtx_dir):
-            for entry in list_files(self.memtx_dir, ".snap"):
-                meta = read_meta(entry.path)
-                if meta.vclock is not None:
-                    clocks.append(meta.vclock)
-        self.load_checkpoints(clocks)
-
     @property
     def last_checkpoint(self) -> Checkpoint | None:
         return self.checkpoints[-1] if self.checkpoints else None
@@ -104,16 +94,6 @@ class GarbageCollector:
 
     def set_checkpoint_count(self, count: int) -> None:
         self.checkpoint_count = count
-        self.schedule_cleanup()
-
-    def ref_checkpoint(self, checkpoint: Checkpoint, name: str) -> tuple[Checkpoint, str]:
-        """Hold a checkpoint (a backup in progress); returns the handle for unref."""
-        checkpoint.references.append(name)
-        return checkpoint, name
-
-    def unref_checkpoint(self, ref: tuple[Checkpoint, str]) -> None:
-        checkpoint, name = ref
-        checkpoint.references.remove(name)
         self.schedule_cleanup()
 
     # ----------------------------------------------------------------- cleanup
@@ -204,9 +184,6 @@ class GarbageCollector:
             "consumers": [{"name": c.name, "vclock": c.vclock.to_dict(),
                            "signature": c.signature} for c in self.consumers],
         }
-
-    def snapshot_path(self, checkpoint: Checkpoint) -> str:
-        return os.path.join(self.memtx_dir, format_filename(checkpoint.signature, ".snap"))
 
 
 # ------------------------------------------------------------------- consumers

@@ -200,8 +200,6 @@ class WalWriter(WalDir):
             raise ClientError(ErrorCode.ER_CHECKPOINT_ROLLBACK)
         return self._call("rotate")
 
-    begin_checkpoint = rotate
-
     def sync(self) -> VClock:
         """Wait until everything queued so far is written; the WAL vclock then."""
         if self.mode == "none":

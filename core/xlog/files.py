@@ -8,7 +8,7 @@
   creation), while a `.snap` keeps the suffix until it is complete.
 * `XlogReader` iterates blocks, transactions or rows of one file, stops at the
   EOF marker, reports a torn tail, and can be resumed on a file that grows.
-* `list_files` / `scan_dir` find a directory's files by signature.
+* `list_files` finds a directory's files by signature, `read_meta` reads a header.
 """
 from __future__ import annotations
 
@@ -79,23 +79,6 @@ def read_meta(path: str) -> XlogMeta:
     if parsed is None:
         raise XlogHeaderError(f"{path}: Unexpected end of file")
     return parsed[0]
-
-
-def scan_dir(dirname: str, filetype: str = XLOG, *,
-             instance_uuid: str | None = None) -> list[tuple[XdirFile, XlogMeta]]:
-    """List files of `filetype` with their headers, checking what xdir_scan checks:
-    the header's type, its vclock signature against the name, the instance."""
-    result = []
-    for entry in list_files(dirname, EXT_BY_TYPE[filetype]):
-        meta = read_meta(entry.path)
-        if meta.filetype != filetype:
-            raise ClientError(ErrorCode.ER_INVALID_XLOG_TYPE, filetype, meta.filetype)
-        if meta.vclock is None or meta.signature != entry.signature:
-            raise XlogError(f"{entry.path}: signature check failed")
-        if instance_uuid is not None and meta.instance_uuid != instance_uuid:
-            raise XlogError(f"{entry.path}: invalid instance UUID")
-        result.append((entry, meta))
-    return result
 
 
 # ---------------------------------------------------------------------------
