@@ -38,7 +38,7 @@ from spindle.core.box.row_apply import (
     abandon, adopt, execute_logged, execute_unobserved, unobserved,
 )
 from spindle.core.box.schema import Schema, load_bootstrap_rows
-from spindle.core.box.txn import Engine, Statement
+from spindle.core.box.txn import Engine, Statement, Txn
 
 from . import limbo_checkpoint, limbo_txn, startup
 
@@ -328,6 +328,13 @@ class Box:
         to refuse the row)."""
         limbo_txn.apply_synchro_row(self, row)
 
+    def limbo_enter_replicated(self, txn: Txn, rows: list[XRow]) -> None:
+        """A replicated transaction that is synchronous, or behind pending ones,
+        enters the limbo before its asynchronous write (txn_commit_try_async).
+        Raises ER_UNCOMMITTED_FOREIGN_SYNC_TXNS / ER_SYNC_ROLLBACK: the applier
+        rolls the transaction back."""
+        limbo_txn.limbo_enter_replicated(self, txn, rows)
+
 
 def recover_wal_tx(box, rows: list[XRow]) -> None:
     """One transaction read from an xlog at start-up, applied unlogged (the WAL
@@ -346,15 +353,15 @@ def recover_wal_tx(box, rows: list[XRow]) -> None:
             if rtype in DML_WRITE_TYPES:
                 request = decode_dml_body(row.body, rtype, ext_hook)
                 space = engine.space(request.space_id)
-                if txn is None and unobserved(box, space):
+                if txn is None and unobserved(box.limbo, space):
                     execute_unobserved(statements, space, request)
                     continue
                 if txn is None:
-                    txn = adopt(box, statements)
+                    txn = adopt(engine, statements)
                 execute_logged(txn, space, request)
             elif is_synchro(rtype):
                 if txn is None:
-                    txn = adopt(box, statements)
+                    txn = adopt(engine, statements)
                 limbo_txn.recover_synchro_row(box, row)
             # NOP and anything else: nothing to apply
     except BaseException:

@@ -14,6 +14,8 @@ server-startup-with-replication.txt, named as the seeds name them.
                    stream, heartbeats, ACK reader, WAL GC consumer
     master.py      box_process_join/subscribe/fetch_snapshot/register: the checks a
                    master makes before it hands a connection to a relay
+    instance_api.py  ReplicationInstanceApi: what all of these use of the instance
+                   (core/instance/box.py's Box, which replication never imports)
 
 Wire codecs of the replication requests live in core/iproto/replication.py.
 """

@@ -50,6 +50,7 @@ from spindle.core.vclock import VClock
 from spindle.core.version import TARANTOOL_VERSION
 
 from .apply import ReplicatedTx, SnapshotRows, StreamError, applier_apply_tx
+from .instance_api import ReplicationInstanceApi
 from .replica import ApplierState
 from .streams import (
     BusyYield, Connection, TxAssembler, connect_uri, decoded, describe_error, reply_error,
@@ -79,7 +80,7 @@ _SNAPSHOT_ROW_TYPES = (bytes((IprotoType.INSERT,)), bytes((IprotoType.REPLACE,))
 
 
 class Applier:
-    def __init__(self, sched, box, uri: str):
+    def __init__(self, sched, box: ReplicationInstanceApi, uri: str):
         self.sched = sched
         self.box = box
         self.uri = parse_uri(uri)

@@ -34,7 +34,6 @@ import functools
 from typing import Any, Iterable
 
 from spindle.core import log
-from spindle.core.instance.limbo_txn import limbo_enter_replicated
 from spindle.core.box.row_apply import (
     abandon, adopt, execute_logged, execute_unobserved, undo, unobserved,
 )
@@ -45,6 +44,8 @@ from spindle.core.iproto.msgpack import ext_hook, unpack
 from spindle.core.iproto.xrow import (
     DML_WRITE_TYPES, DmlRequest, XRow, decode_dml_body, decode_synchro_body,
 )
+
+from .instance_api import ReplicationInstanceApi
 
 SNAPSHOT_BATCH = 1000      # snapshot rows per transaction (and per yield)
 
@@ -109,7 +110,7 @@ class SnapshotRows:
         request = decode_request(XRow(type=rtype, body=body))
         self.items.append((request.space_id, request.tuple))
 
-    def apply(self, box) -> None:
+    def apply(self, box: ReplicationInstanceApi) -> None:
         """Insert every row, unlogged, in batches with a yield between them (a
         million rows must not freeze the loop)."""
         txns = box.engine.txns
@@ -149,7 +150,8 @@ def known_lsn(replicaset, replica_id: int) -> int:
                replicaset.vclock.get(replica_id))
 
 
-def applier_apply_tx(box, rows: list[XRow], skip_conflict: bool = False) -> bool:
+def applier_apply_tx(box: ReplicationInstanceApi, rows: list[XRow],
+                     skip_conflict: bool = False) -> bool:
     """Apply one transaction of replicated rows (see ReplicatedTx.apply)."""
     return ReplicatedTx(box).apply(rows, skip_conflict)
 
@@ -158,7 +160,7 @@ class ReplicatedTx:
     """applier_apply_tx for one box, with what every transaction takes looked up
     once: an applier makes one per subscription and applies the stream with it."""
 
-    def __init__(self, box):
+    def __init__(self, box: ReplicationInstanceApi):
         self.box = box
         self.replicaset = box.replicaset
         self.txns = box.engine.txns
@@ -184,7 +186,7 @@ class ReplicatedTx:
             rows = [row for row in rows if row.lsn > known_lsn(replicaset, row.replica_id)]
             requests = None
         statements: list[Statement] = []    # while no transaction is made
-        txn = adopt(box, statements) if box.limbo.queue else None
+        txn = adopt(box.engine, statements) if box.limbo.queue else None
         journal_rows, txn = _apply_rows(box, txn, statements, rows, requests, skip_conflict)
         if txn is None:
             self._commit_unobserved(statements, journal_rows)
@@ -211,7 +213,7 @@ class ReplicatedTx:
             # synchronous, or behind pending synchronous ones: into the limbo
             # with the master's LSN (txn_commit_try_async)
             try:
-                limbo_enter_replicated(box, txn, rows)
+                box.limbo_enter_replicated(txn, rows)
             except BaseException:
                 self.txns.rollback()
                 raise
@@ -238,8 +240,9 @@ class ReplicatedTx:
             raise
 
 
-def _apply_rows(box, txn, statements: list[Statement], rows: list[XRow],
-                requests: list | None, skip_conflict: bool) -> tuple[list[XRow], Any]:
+def _apply_rows(box: ReplicationInstanceApi, txn, statements: list[Statement],
+                rows: list[XRow], requests: list | None,
+                skip_conflict: bool) -> tuple[list[XRow], Any]:
     """Apply the rows. Returns the rows to log — the rows themselves (a skipped
     conflict as a NOP), then what triggers wrote to local spaces — and the local
     transaction. That is `txn` if given; else, as long as nothing can observe the
@@ -264,8 +267,8 @@ def _apply_rows(box, txn, statements: list[Statement], rows: list[XRow],
                 if space is None:
                     space = engine.space(request.space_id)      # raises ER_NO_SUCH_SPACE
                 if txn is None and space is not unobserved_space:
-                    if not unobserved(box, space):
-                        txn = adopt(box, statements)
+                    if not unobserved(box.limbo, space):
+                        txn = adopt(engine, statements)
                     # (no trigger, flag or limbo entry can appear while the rows
                     # are applied: the answer holds for the space's next rows)
                     unobserved_space = space
@@ -290,7 +293,7 @@ def _apply_rows(box, txn, statements: list[Statement], rows: list[XRow],
                 except BoxError as exc:
                     raise StreamError(exc) from exc
                 if txn is None:
-                    txn = adopt(box, statements)
+                    txn = adopt(engine, statements)
                 box.apply_synchro_row(row)
             else:
                 raise StreamError(ClientError(ErrorCode.ER_UNKNOWN_REQUEST_TYPE, rtype))
@@ -347,13 +350,13 @@ def _on_txn_commit(replicaset, txn) -> None:
     _run(replicaset.applier.on_commit, txn, "on_commit")
 
 
-def _on_txn_rollback(box, txn) -> None:
+def _on_txn_rollback(box: ReplicationInstanceApi, txn) -> None:
     if txn.sync_rollback:
         return      # a ROLLBACK from the master undid it: normal, nothing failed
     _write_failed(box, txn.journal_error, txn)
 
 
-def _write_failed(box, error: BaseException | None, txn) -> None:
+def _write_failed(box: ReplicationInstanceApi, error: BaseException | None, txn) -> None:
     """applier_txn_rollback_cb: the write failed (`txn`: the transaction undone,
     None when none was made). Share the error, let every applier know (they
     reconnect), forget the rows that were in flight."""

@@ -26,6 +26,7 @@ from spindle.core.wal.gc import (
     gc_consumer_advance, gc_consumer_register, gc_consumer_unregister,
 )
 
+from .instance_api import ReplicationInstanceApi
 from .relay import (
     Relay, join_write_timeout, relay_final_join, relay_initial_join, relay_set_state,
     relay_stop, relay_subscribe, replication_disconnect_timeout,
@@ -52,7 +53,7 @@ def box_process_replication(executor, session, request, stream) -> None:
 
 # ------------------------------------------------------------------ checks
 
-def box_check_writable(box) -> None:
+def box_check_writable(box: ReplicationInstanceApi) -> None:
     """ER_READONLY; the box's own check (which may name the reason) when it has one."""
     check = getattr(box, "check_writable", None)
     if check is not None:
@@ -61,28 +62,30 @@ def box_check_writable(box) -> None:
         raise ClientError(ErrorCode.ER_READONLY)
 
 
-def box_check_wal_mode(box) -> None:
+def box_check_wal_mode(box: ReplicationInstanceApi) -> None:
     if box.wal is None or box.wal.mode == "none":
         raise ClientError(ErrorCode.ER_UNSUPPORTED, "Replication", "wal_mode = 'none'")
 
 
-def check_not_self(box, uuid: str) -> None:
+def check_not_self(box: ReplicationInstanceApi, uuid: str) -> None:
     if box.instance_uuid is not None and uuid == box.instance_uuid.lower():
         raise ClientError(ErrorCode.ER_CONNECTION_TO_SELF)
 
 
-def _registered_id(box, uuid: str) -> int:
+def _registered_id(box: ReplicationInstanceApi, uuid: str) -> int:
     return box.schema.replica_id_by_uuid(uuid) or 0
 
 
-def _register_consumer(box, uuid: str, vclock):
+def _register_consumer(box: ReplicationInstanceApi, uuid: str, vclock):
+    assert box.gc is not None       # box_check_wal_mode passed: the WAL and its GC run
     return gc_consumer_register(box.gc, vclock, f"replica {uuid}")
 
 
-def _hand_consumer(box, uuid: str, consumer) -> None:
+def _hand_consumer(box: ReplicationInstanceApi, uuid: str, consumer) -> None:
     """The stage is done: the consumer becomes the replica's (an older one goes)."""
     replica = box.replicaset.get_or_add(uuid)
     if replica.gc is not None and replica.gc is not consumer:
+        assert box.gc is not None   # a consumer was registered: GC runs
         gc_consumer_unregister(box.gc, replica.gc)
     replica.gc = consumer
 
@@ -118,12 +121,14 @@ def box_process_join(executor, session, request, stream) -> None:
             gc_consumer_unregister(box.gc, consumer)
 
 
-def send_final_stage(box, stream, sync: int, start, stop, uuid: str, consumer) -> None:
+def send_final_stage(box: ReplicationInstanceApi, stream, sync: int, start, stop, uuid: str,
+                     consumer) -> None:
     """JOIN's and REGISTER's last stage: the WAL rows (start, stop], OK {vclock}; the
     GC consumer then keeps the WAL from `stop` on for the replica."""
     relay_final_join(box, stream, sync, start, stop)
     log.info("final data sent.")
     stream.write_row(encode_vclock_row(box.vclock), sync, join_write_timeout(box))
+    assert box.gc is not None       # the consumer is registered: GC runs
     gc_consumer_advance(box.gc, consumer, stop)
     _hand_consumer(box, uuid, consumer)
 

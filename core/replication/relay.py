@@ -58,6 +58,7 @@ from spindle.core.net.session import format_peer
 from spindle.core.vclock import VClock
 from spindle.core.wal.gc import gc_consumer_advance
 
+from .instance_api import ReplicationInstanceApi
 from .replica import RelayState, Replica
 from .wal_cursor import Transaction, WalCursor
 from .wal_tail import vclock_covers, wal_tail_of
@@ -82,7 +83,7 @@ COALESCE_WINDOW = 0.005
 _pack_u32 = struct.Struct(">I").pack
 
 
-def replication_timeout(box) -> float:
+def replication_timeout(box: ReplicationInstanceApi) -> float:
     """box.cfg.replication_timeout, read every time: it is dynamic."""
     value = box.cfg.get("replication_timeout") if box.cfg else None
     try:
@@ -92,17 +93,17 @@ def replication_timeout(box) -> float:
     return value if value > 0 else DEFAULT_REPLICATION_TIMEOUT
 
 
-def replication_disconnect_timeout(box) -> float:
+def replication_disconnect_timeout(box: ReplicationInstanceApi) -> float:
     return 4 * replication_timeout(box)
 
 
-def join_write_timeout(box) -> float:
+def join_write_timeout(box: ReplicationInstanceApi) -> float:
     return max(JOIN_WRITE_TIMEOUT, replication_disconnect_timeout(box))
 
 
 # ------------------------------------------------------------ QSYNC HOOK
 
-def synchro_pending(box) -> Callable[[], int]:
+def synchro_pending(box: ReplicationInstanceApi) -> Callable[[], int]:
     """What tells whether the limbo holds transactions (a sync one waiting for its
     quorum, one queued behind it, or those a CONFIRM or ROLLBACK being written
     decides): rows written then must reach the replicas at once. A cheap callable:
@@ -115,7 +116,7 @@ def _no_limbo() -> int:
     return 0
 
 
-def relay_wait_sync_confirm(box) -> None:
+def relay_wait_sync_confirm(box: ReplicationInstanceApi) -> None:
     """txn_limbo_wait_confirm() of 2.6.0's relay_initial_join: a JOIN sends its
     start vclock only after the pending synchronous transactions are confirmed
     (ER_SYNC_ROLLBACK / ER_SYNC_QUORUM_TIMEOUT otherwise; core/box/limbo.py).
@@ -202,7 +203,8 @@ class Relay:
     `message` / `system_message` once stopped by an error; `info()` gives the
     `downstream` table."""
 
-    def __init__(self, sched, box, replica: Replica | None, stream, sync: int):
+    def __init__(self, sched, box: ReplicationInstanceApi, replica: Replica | None, stream,
+                 sync: int):
         self.sched = sched
         self.box = box
         self.replica = replica
@@ -522,7 +524,7 @@ def wire_tx_share(tx: WireTx, *, stop: VClock | None, subscriber_id: int,
     return WireShare.NONE if tx.first_lsn > limit else WireShare.SOME
 
 
-def relay_cursor(box, vclock: VClock, sync: int) -> WalCursor:
+def relay_cursor(box: ReplicationInstanceApi, vclock: VClock, sync: int) -> WalCursor:
     """relay->r: the rows after `vclock`; file blocks are read in a helper thread
     while the relay fiber waits, their rows framed for the wire with `sync`."""
     sched = box.sched
@@ -535,7 +537,7 @@ def relay_cursor(box, vclock: VClock, sync: int) -> WalCursor:
 
 # ---------------------------------------------------------------------- JOIN
 
-def relay_initial_join(box, stream, sync: int) -> VClock:
+def relay_initial_join(box: ReplicationInstanceApi, stream, sync: int) -> VClock:
     """Send OK {vclock} and the data of a read view; returns that vclock (the
     replica's starting point). Temporary and GROUP_LOCAL spaces are not sent."""
     sched = box.sched
@@ -580,7 +582,8 @@ def relay_initial_join(box, stream, sync: int) -> VClock:
     return vclock
 
 
-def relay_final_join(box, stream, sync: int, start: VClock, stop: VClock) -> None:
+def relay_final_join(box: ReplicationInstanceApi, stream, sync: int, start: VClock,
+                     stop: VClock) -> None:
     """Send the WAL rows (start, stop] as they are in the WAL (with the JOIN's sync).
     No per-replica filter: on a re-bootstrap even the replica's own rows go back."""
     sched = box.sched

@@ -17,6 +17,7 @@ from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.vclock import VClock
 from spindle.core.wal.gc import gc_consumer_unregister
 
+from .instance_api import ReplicationInstanceApi
 from .replica import REPLICA_ID_NIL, VCLOCK_MAX, ApplierState, RelayState, Replica
 
 
@@ -38,7 +39,7 @@ class ApplierCounters:
 
 
 class ReplicaSet:
-    def __init__(self, sched, box):
+    def __init__(self, sched, box: ReplicationInstanceApi):
         """replication_init()."""
         self.sched = sched
         self.box = box
@@ -134,13 +135,13 @@ def next_replica_id(cluster: dict[int, str]) -> int:
     raise ClientError(ErrorCode.ER_REPLICA_MAX, VCLOCK_MAX)
 
 
-def box_register_replica(box, replica_id: int, uuid: str) -> None:
+def box_register_replica(box: ReplicationInstanceApi, replica_id: int, uuid: str) -> None:
     """Insert [id, uuid] into `_cluster` (a normal logged write)."""
     from spindle.core.box.schema import CLUSTER_ID
     box.engine.space(CLUSTER_ID).insert([replica_id, uuid])
 
 
-def box_on_join(box, uuid: str) -> int:
+def box_on_join(box: ReplicationInstanceApi, uuid: str) -> int:
     """Register `uuid` with the lowest free id unless it already has one; its id."""
     existing = box.schema.replica_id_by_uuid(uuid)
     if existing:
