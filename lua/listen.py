@@ -24,7 +24,7 @@ from spindle.core import log
 from spindle.core.fiber.coio import SocketError
 from spindle.core.net.iproto_server import UNIX_HOST, IprotoServer
 
-from .iproto import BoxExecutor
+from .iproto import LuaBoxExecutor
 from .session import SessionModule
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+\-.]*://")
@@ -65,7 +65,7 @@ class IprotoService:
         self.sched = instance.sched
         self.box_provider = box_provider
         self.sessions = SessionModule(instance.runtime, box_provider)
-        self.executor = BoxExecutor(instance.runtime, box_provider, access_provider)
+        self.executor = LuaBoxExecutor(instance.runtime, box_provider, access_provider)
         self.executor.on_connect = self.sessions.connected
         self.executor.on_disconnect_hooks.append(self.sessions.disconnected)
         self.server: IprotoServer | None = None

@@ -3,7 +3,8 @@
 The server decodes and validates requests, answers PING, performs AUTH and writes
 every reply; everything else goes to an executor. Subclass `IprotoExecutor` or
 provide the same names (the server looks optional hooks up with getattr, so a
-duck-typed object works too). All methods run in a fiber of the tx thread and may
+duck-typed object works too). The executor for a Box is box_executor.py's, with
+CALL/CALL_16/EVAL added by lua/iproto.py. All methods run in a fiber of the tx thread and may
 block (yield); `execute` runs in a fiber of its own per request.
 
 Required:

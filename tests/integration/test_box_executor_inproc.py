@@ -1,6 +1,7 @@
-"""The box executor (lua/iproto.py) in one process: a real Box, the Lua runtime and the
-IPROTO server on a scheduler thread, driven by the official connector, asynctnt and
-raw packets. Schema objects and functions are made with Lua.
+"""The box executor (core/net/box_executor.py, with lua/iproto.py's CALL and EVAL) in
+one process: a real Box, the Lua runtime and the IPROTO server on a scheduler thread,
+driven by the official connector, asynctnt and raw packets. Schema objects and
+functions are made with Lua.
 
 This pins the executor without depending on the Lua box API; the same behaviour is
 compared with Tarantool 2.6.0 end to end in tests/interop/test_box_connector_oracle.py.
