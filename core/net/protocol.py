@@ -18,7 +18,7 @@ their replies are byte-identical to 2.6.0's.
 from __future__ import annotations
 
 import struct
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import msgpack
 
@@ -75,10 +75,14 @@ class Where:
     USER_NOT_FOUND = ("./src/box/user.cc", 539)
 
 
-def with_location(err: BaseException, where: tuple[str, int]) -> BaseException:
+_Error = TypeVar("_Error", bound=BaseException)
+
+
+def with_location(err: _Error, where: tuple[str, int]) -> _Error:
     """Attach the (file, line) an error reply reports; returns `err`."""
     try:
-        err.file, err.line = where
+        # any exception may carry them (BoxError declares them; others get them here)
+        err.file, err.line = where  # type: ignore[attr-defined]
     except AttributeError:   # an error class with read-only location: keep its own
         pass
     return err
@@ -143,7 +147,7 @@ def _bad_header(sync: int) -> PacketError:
                                     "packet header"), sync)
 
 
-_HEADER_FIELDS = {IprotoKey.REQUEST_TYPE: "type", IprotoKey.SYNC: "sync",
+_HEADER_FIELDS: dict[int, str] = {IprotoKey.REQUEST_TYPE: "type", IprotoKey.SYNC: "sync",
                   IprotoKey.REPLICA_ID: "replica_id", IprotoKey.LSN: "lsn",
                   IprotoKey.SCHEMA_VERSION: "schema_version", IprotoKey.GROUP_ID: "group_id",
                   IprotoKey.TSN: "tsn", IprotoKey.FLAGS: "flags"}
@@ -482,11 +486,13 @@ def _error_entry(err: BaseException) -> bytes:
 
 def error_stack(err: BaseException) -> list[BaseException]:
     """`err` and the errors chained behind it through `.prev` (newest first)."""
-    stack, seen = [], set()
-    while err is not None and id(err) not in seen and len(stack) < _STACK_DEPTH_MAX:
-        stack.append(err)
-        seen.add(id(err))
-        err = getattr(err, "prev", None)
+    stack: list[BaseException] = []
+    seen: set[int] = set()
+    cur: BaseException | None = err
+    while cur is not None and id(cur) not in seen and len(stack) < _STACK_DEPTH_MAX:
+        stack.append(cur)
+        seen.add(id(cur))
+        cur = getattr(cur, "prev", None)   # BoxError's cause; other errors have none
     return stack
 
 
