@@ -19,7 +19,7 @@ from typing import Any
 
 from spindle.core.box.limbo import TxnLimbo
 from spindle.core.box.txn import Engine, Statement, Txn
-from spindle.core.iproto.xrow import DmlRequest, PutRequest
+from spindle.core.iproto.request import DmlRequest, PutRequest
 
 
 def execute_logged(txn, space, request: DmlRequest | PutRequest) -> Any:

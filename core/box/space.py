@@ -36,7 +36,7 @@ from spindle.core.box.update import check_ops, update_tuple, upsert_tuple
 from spindle.core.fiber.trigger import TriggerList
 from spindle.core.iproto.constants import GroupId, IprotoType
 from spindle.core.iproto.errors import ClientError, ErrorCode
-from spindle.core.iproto.xrow import DmlRequest
+from spindle.core.iproto.request import DmlRequest
 
 _INSERT, _REPLACE = int(IprotoType.INSERT), int(IprotoType.REPLACE)
 # The duplicate modes of INSERT and REPLACE (an Enum member lookup costs as much as a

@@ -35,7 +35,8 @@ from spindle.core.iproto.msgpack import MsgpackRaw, packb
 from spindle.core.fiber.trigger import TriggerList
 from spindle.core.iproto.constants import GroupId, IprotoType
 from spindle.core.iproto.errors import ClientError, ErrorCode
-from spindle.core.iproto.xrow import DmlRequest, PutRequest, XRow, encode_dml_body
+from spindle.core.iproto.request import DmlRequest, PutRequest, encode_dml_body
+from spindle.core.iproto.xrow import XRow
 
 
 Journal = Callable[[list[XRow]], None]

@@ -21,7 +21,8 @@ from spindle.core import log
 from spindle.core.fiber import Cond
 from spindle.core.iproto.errors import ClientError, ErrorCode, TimedOut
 from spindle.core.iproto.constants import is_synchro
-from spindle.core.iproto.xrow import DML_WRITE_TYPES, XRow, decode_dml_body
+from spindle.core.iproto.request import DML_WRITE_TYPES, decode_dml_body
+from spindle.core.iproto.xrow import XRow
 from spindle.core.iproto.msgpack import ext_hook
 from spindle.core.vclock import VClock
 from spindle.core.version import VERSION_STRING

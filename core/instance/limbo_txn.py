@@ -26,7 +26,8 @@ from typing import Any
 from spindle.core import log
 from spindle.core.iproto.constants import GroupId
 from spindle.core.iproto.errors import ClientError, ErrorCode, FiberIsCancelled
-from spindle.core.iproto.xrow import XRow, decode_synchro_body, synchro_row
+from spindle.core.iproto.request import decode_synchro_body, synchro_row
+from spindle.core.iproto.xrow import XRow
 
 from spindle.core.box.limbo import CONFIRM, ROLLBACK, LimboEntry, TxnLimbo
 from spindle.core.box.limbo_quorum import synchro_quorum

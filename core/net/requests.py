@@ -24,7 +24,8 @@ from spindle.core.iproto.constants import (
 )
 from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.iproto.msgpack import UINT_WIDE_MARKERS, decode_uint, ext_hook, needs_exact, pack
-from spindle.core.iproto.xrow import XRow, decode_dml_body
+from spindle.core.iproto.request import decode_dml_body
+from spindle.core.iproto.xrow import XRow
 
 from .protocol import NO_BODY, UNDECODABLE, Packet, Where, client_error, with_location
 

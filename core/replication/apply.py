@@ -41,9 +41,10 @@ from spindle.core.box.txn import Statement
 from spindle.core.iproto.constants import GroupId, IprotoKey, IprotoType, is_synchro
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
 from spindle.core.iproto.msgpack import ext_hook, unpack
-from spindle.core.iproto.xrow import (
-    DML_WRITE_TYPES, DmlRequest, XRow, decode_dml_body, decode_synchro_body,
+from spindle.core.iproto.request import (
+    DML_WRITE_TYPES, DmlRequest, decode_dml_body, decode_synchro_body,
 )
+from spindle.core.iproto.xrow import XRow
 
 from .instance_api import ReplicationInstanceApi
 

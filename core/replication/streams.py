@@ -26,7 +26,8 @@ from spindle.core.fiber.coio import CoSocket, SocketError, run_in_thread
 from spindle.core.iproto.constants import is_error_type
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode, TimedOut
 from spindle.core.iproto.replication import decode_error
-from spindle.core.iproto.xrow import XRow, decode_dml_packet, decode_relay_put_frame, decode_row
+from spindle.core.iproto.request import decode_dml_packet, decode_relay_put_frame
+from spindle.core.iproto.xrow import XRow, decode_row
 from spindle.core.net.protocol import FrameReader, PacketError
 
 from .apply import StreamError

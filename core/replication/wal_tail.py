@@ -52,10 +52,9 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from spindle.core.fiber import Cond
-from spindle.core.iproto.xrow import XRow
+from spindle.core.iproto.xrow import LocalTxRows, XRow
 from spindle.core.vclock import VClock
 from spindle.core.wal.writer import wal_clear_watcher, wal_set_watcher
-from spindle.core.xlog.format import LocalTxRows
 
 from .wire_tx import decode_frames, extend_frames, plain_tx
 

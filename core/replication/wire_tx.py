@@ -26,8 +26,7 @@ import msgpack
 
 from spindle.core.iproto.constants import IprotoType
 from spindle.core.iproto.msgpack import mp_encode_uint
-from spindle.core.iproto.xrow import XRow
-from spindle.core.xlog.format import decode_rows
+from spindle.core.iproto.xrow import XRow, decode_rows
 
 _pack_frame_head = struct.Struct(">BI").pack     # 0xce + u32: Tarantool's length prefix
 _unpack_double = struct.Struct(">d").unpack_from

@@ -31,7 +31,8 @@ sys.path.insert(0, str(ROOT))
 from tests.unit.test_relay_wire import Box, Stream  # noqa: E402
 from spindle.core.fiber import Scheduler  # noqa: E402
 from spindle.core.iproto.constants import IprotoType  # noqa: E402
-from spindle.core.iproto.xrow import XRow, encode_dml_body  # noqa: E402
+from spindle.core.iproto.request import encode_dml_body
+from spindle.core.iproto.xrow import XRow  # noqa: E402
 from spindle.core.replication import relay as relay_module  # noqa: E402
 from spindle.core.replication.replica import Replica  # noqa: E402
 from spindle.core.vclock import VClock  # noqa: E402

@@ -29,10 +29,11 @@ import time
 import msgpack
 
 from spindle.core.iproto.constants import IprotoType as T
-from spindle.core.iproto.xrow import XRow, encode_dml_body
+from spindle.core.iproto.request import encode_dml_body
+from spindle.core.iproto.xrow import XRow
+from spindle.core.xlog.format import XlogMeta
 from spindle.core.vclock import VClock
 from spindle.core.xlog.files import SyncPolicy, XlogWriter
-from spindle.core.xlog.format import XlogMeta
 
 from spindle.spark_ext.mirror import compact, mirror_dataframe
 from spindle.spark_ext.plan import plan_tasks

@@ -18,7 +18,7 @@ from pathlib import Path
 import msgpack
 
 from spindle.core.xlog.files import XlogReader, list_files
-from spindle.core.iproto.xrow import decode_dml_body
+from spindle.core.iproto.request import decode_dml_body
 
 OUT = Path(__file__).resolve().parents[2] / "core" / "box" / "bootstrap.mp"
 SCHEMA, CLUSTER = 272, 320

@@ -34,10 +34,11 @@ import pytest
 import yaml
 
 from spindle.core.iproto.constants import GroupId, IprotoType
-from spindle.core.iproto.xrow import XRow, encode_dml_body, synchro_row
+from spindle.core.iproto.request import encode_dml_body, synchro_row
+from spindle.core.iproto.xrow import XRow
+from spindle.core.xlog.format import XlogMeta, decode_file
 from spindle.core.vclock import VClock
 from spindle.core.xlog.files import XlogWriter
-from spindle.core.xlog.format import XlogMeta, decode_file
 
 SPINDLE = str(Path(sys.executable).parent / "spindle")
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "tarantool-2.6"

@@ -8,7 +8,7 @@ import os
 import signal
 
 from spindle.core.iproto.constants import IprotoType
-from spindle.core.iproto.xrow import decode_synchro_body
+from spindle.core.iproto.request import decode_synchro_body
 from spindle.core.xlog.files import XlogReader, list_files
 
 from ..integration.cluster import Cluster, Node, wait_for

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from spindle.core.iproto.constants import IprotoType
-from spindle.core.iproto.xrow import XRow, encode_dml_body, synchro_row
+from spindle.core.iproto.request import encode_dml_body, synchro_row
+from spindle.core.iproto.xrow import XRow
+from spindle.core.xlog.format import FIXHEADER_SIZE, CorruptBlock, XlogMeta, decode_file
 from spindle.core.vclock import VClock
 from spindle.core.xlog.files import SyncPolicy, XlogReader, XlogWriter
-from spindle.core.xlog.format import FIXHEADER_SIZE, CorruptBlock, XlogMeta, decode_file
 
 from .invariants import lsn_problems
 from .known_bugs import explained_by_gh_5185, gh_5185_rows

@@ -19,7 +19,8 @@ from spindle.core.iproto.msgpack import ext_hook
 from spindle.core.fiber import Scheduler
 from spindle.core.fiber.coio import run_in_thread
 from spindle.core.iproto.constants import IprotoType
-from spindle.core.iproto.xrow import decode_dml_body, decode_relay_put_frame, decode_row
+from spindle.core.iproto.request import decode_dml_body, decode_relay_put_frame
+from spindle.core.iproto.xrow import decode_row
 from spindle.core.net import protocol
 from spindle.core.replication import streams
 from spindle.core.replication.applier import Applier

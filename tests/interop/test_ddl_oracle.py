@@ -32,7 +32,7 @@ from spindle.core.box.schema import Schema, load_bootstrap_rows
 from spindle.core.box.txn import Engine
 from spindle.core.iproto.constants import IprotoType
 from spindle.core.iproto.errors import BoxError
-from spindle.core.iproto.xrow import decode_dml_body
+from spindle.core.iproto.request import decode_dml_body
 from spindle.core.xlog.files import XlogReader
 
 from .oracle import run_script, tarantool_binary

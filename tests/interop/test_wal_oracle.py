@@ -22,13 +22,14 @@ import yaml
 from spindle.core.fiber import Scheduler
 from spindle.core.iproto.constants import GroupId, IprotoType, type_name
 from spindle.core.iproto.msgpack import unpack
-from spindle.core.iproto.xrow import XRow, decode_dml_body, encode_dml_body
+from spindle.core.iproto.request import decode_dml_body, encode_dml_body
+from spindle.core.iproto.xrow import XRow
+from spindle.core.xlog.format import decode_file
 from spindle.core.vclock import VClock
 from spindle.core.wal.checkpoint import write_snapshot
 from spindle.core.wal.recovery import recover
 from spindle.core.wal.writer import WalWriter
 from spindle.core.xlog.files import list_files
-from spindle.core.xlog.format import decode_file
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "tarantool-2.6"
 UUID1 = "11111111-1111-4111-8111-111111111111"

@@ -12,12 +12,11 @@ import pytest
 import yaml
 
 from spindle.core.iproto.constants import GroupId, IprotoType, type_name
-from spindle.core.iproto.xrow import (
-    XRow, encode_dml_body, encode_snapshot_body, synchro_row,
-)
+from spindle.core.iproto.request import encode_dml_body, encode_snapshot_body, synchro_row
+from spindle.core.iproto.xrow import XRow
+from spindle.core.xlog.format import XlogMeta, decode_file
 from spindle.core.vclock import VClock
 from spindle.core.xlog.files import XlogReader, XlogWriter
-from spindle.core.xlog.format import XlogMeta, decode_file
 
 UUID = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
 CAT_BODY_KEYS = {"space_id": 0x10, "index_id": 0x11, "index_base": 0x15, "key": 0x20,

@@ -9,10 +9,11 @@ import sys
 from pathlib import Path
 
 from spindle.core.iproto.constants import IprotoType
-from spindle.core.iproto.xrow import XRow, encode_dml_body, synchro_row
+from spindle.core.iproto.request import encode_dml_body, synchro_row
+from spindle.core.iproto.xrow import XRow
+from spindle.core.xlog.format import EOF_MARKER_BYTES, XlogMeta
 from spindle.core.vclock import VClock
 from spindle.core.xlog.files import SyncPolicy, XlogWriter
-from spindle.core.xlog.format import EOF_MARKER_BYTES, XlogMeta
 
 SPINDLE = str(Path(sys.executable).with_name("spindle"))
 UUID = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"

@@ -22,7 +22,8 @@ from spindle.core.fiber import Cond, Scheduler, coio
 from spindle.core.iproto.constants import IprotoType
 from spindle.core.iproto.errors import ClientError, FiberIsCancelled
 from spindle.core.iproto.replication import decode_vclock_row
-from spindle.core.iproto.xrow import XRow, decode_frame_length, decode_row, encode_dml_body
+from spindle.core.iproto.request import encode_dml_body
+from spindle.core.iproto.xrow import XRow, decode_frame_length, decode_row
 from spindle.core.net.protocol import FrameReader, encode_error
 from spindle.core.wal.writer import WalWriter
 from spindle.core.xlog.files import XlogReader, list_files

@@ -14,7 +14,7 @@ from spindle.core.box.schema import Schema, load_bootstrap_rows
 from spindle.core.box.txn import Engine
 from spindle.core.iproto.constants import GroupId, IprotoType
 from spindle.core.iproto.errors import ClientError, ErrorCode
-from spindle.core.iproto.xrow import decode_dml_body
+from spindle.core.iproto.request import decode_dml_body
 
 
 class Box:

@@ -363,7 +363,7 @@ def test_temporary_and_local_spaces(engine, journal):
 
 def test_standalone_space_and_execute_request():
     space = Space(1, "solo", indexes=[IndexDef(0, "pk")])
-    from spindle.core.iproto.xrow import DmlRequest
+    from spindle.core.iproto.request import DmlRequest
     assert space.execute_request(DmlRequest(type=IprotoType.REPLACE, space_id=1,
                                             tuple=[1, "x"])) == (1, "x")
     assert space.get(1) == (1, "x") and space.count() == 1 and space.len() == 1

@@ -23,7 +23,7 @@ from spindle.core.box.key_def import KeyPart
 from spindle.core.box.txn import Engine, PutRequest, request_row
 from spindle.core.iproto.constants import GroupId, IprotoType, IteratorType
 from spindle.core.iproto.errors import ClientError, ErrorCode
-from spindle.core.iproto.xrow import DmlRequest
+from spindle.core.iproto.request import DmlRequest
 from spindle.lua.box.space import iterate_after
 
 from .test_lua_box import box, runners  # noqa: F401 - fixtures

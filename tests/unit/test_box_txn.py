@@ -8,7 +8,7 @@ from spindle.core.box.index import IndexDef
 from spindle.core.box.txn import Engine, Txn, request_row
 from spindle.core.iproto.constants import GroupId, IprotoKey, IprotoType
 from spindle.core.iproto.errors import ClientError, ErrorCode
-from spindle.core.iproto.xrow import DmlRequest
+from spindle.core.iproto.request import DmlRequest
 
 
 class Journal:

@@ -19,12 +19,13 @@ from spindle.core.instance.box import Box, recover_wal_tx
 from spindle.core.box.row_apply import execute_logged
 from spindle.core.box.txn import Engine
 from spindle.core.iproto.constants import IprotoType
-from spindle.core.iproto import xrow
+from spindle.core.iproto import request as iproto_request, xrow
 from spindle.core.iproto.errors import ClientError, ErrorCode
-from spindle.core.iproto.xrow import (
-    NO_BODY, DmlRequest, PutRequest, XRow, decode_dml_body, decode_dml_packet, decode_row,
-    dml_request_from_map, encode_dml_body,
+from spindle.core.iproto.request import (
+    NO_BODY, DmlRequest, PutRequest, decode_dml_body, decode_dml_packet, dml_request_from_map,
+    encode_dml_body,
 )
+from spindle.core.iproto.xrow import XRow, decode_row
 from spindle.core.replication.apply import ReplicatedTx
 from spindle.core.wal import recovery
 
@@ -182,8 +183,8 @@ USUAL["wrapped tsn"] = header(
 @pytest.mark.parametrize("name", RELAY_LAYOUT)
 def test_relay_layout_is_read_by_its_own_way_as_the_general_one(name):
     packet = USUAL[name]
-    quick = xrow._relay_header(packet)          # (decode_dml_packet: see above)
-    assert quick is not None and quick == xrow._usual_header(packet)
+    quick = xrow.relay_header(packet)          # (decode_dml_packet: see above)
+    assert quick is not None and quick == xrow.usual_header(packet)
 
 
 @pytest.mark.parametrize("name", ["member past 65535", "end past 65535"])
@@ -197,11 +198,11 @@ def test_relay_layout_fixints_that_are_not_fixints_are_read_as_the_general_way(
     packet = USUAL[name]
     mutated = packet[:field] + bytes((byte,)) + packet[field + 1:]
     try:
-        quick = xrow._relay_header(mutated)
+        quick = xrow.relay_header(mutated)
     except (IndexError, struct.error, MsgpackError):
         return
     if quick is not None:
-        assert quick == xrow._usual_header(mutated)
+        assert quick == xrow.usual_header(mutated)
 
 
 @settings(max_examples=400)
@@ -212,11 +213,11 @@ def test_mutated_relay_headers_read_as_the_general_way_or_not_at_all(name, where
     where %= len(packet)
     mutated = packet[:where] if cut else packet[:where] + bytes((byte,)) + packet[where + 1:]
     try:
-        quick = xrow._relay_header(mutated)
+        quick = xrow.relay_header(mutated)
     except (IndexError, struct.error, MsgpackError):
         return              # decode_dml_packet leaves it to the strict way
     if quick is not None:       # (XRow equality covers tsn and is_commit)
-        assert quick == xrow._usual_header(mutated)
+        assert quick == xrow.usual_header(mutated)
 
 
 # ------------------------------------------------------------ decode_relay_put_frame
@@ -228,7 +229,7 @@ def frame_of(packet: bytes) -> bytes:
 def frame_view(buf, pos: int):
     """decode_relay_put_frame's answer at `pos` as decode_dml_packet's, the row's
     wire bytes and the position after the frame; None when it leaves the frame."""
-    quick = xrow.decode_relay_put_frame(buf, pos, ext_hook)
+    quick = iproto_request.decode_relay_put_frame(buf, pos, ext_hook)
     if quick is None:
         return None
     row, request, stop = quick

@@ -24,9 +24,8 @@ from spindle.core.box.key_def import KeyPart
 from spindle.core.box.txn import Engine
 from spindle.core.box.update import update_tuple
 from spindle.core.iproto.errors import ClientError, ErrorCode
-from spindle.core.iproto.xrow import (
-    XRow, decode_dml_body, decode_dml_packet, decode_relay_put_frame, frame,
-)
+from spindle.core.iproto.request import decode_dml_body, decode_dml_packet, decode_relay_put_frame
+from spindle.core.iproto.xrow import XRow, frame
 from spindle.core.net.protocol import UNDECODABLE, PacketError, decode_packet
 from spindle.core.net.requests import decode_request, decode_request_fast
 

@@ -14,7 +14,9 @@ import pytest
 from spindle.core.iproto.constants import IprotoType
 from spindle.core.iproto.errors import ClientError
 from spindle.core.iproto.replication import encode_vclock_row
-from spindle.core.iproto.xrow import XRow, encode_dml_body, synchro_row
+from spindle.core.iproto.request import encode_dml_body, synchro_row
+from spindle.core.iproto.xrow import XRow, encode_row
+from spindle.core.xlog.format import decode_file
 from spindle.core.replication import relay as relay_module
 from spindle.core.replication.relay import (
     Relay, relay_filter_tx, relay_hold_back, relay_process_acks, relay_tx_frames,
@@ -25,7 +27,6 @@ from spindle.core.replication.wal_tail import WalTail
 from spindle.core.replication.wire_tx import WireRun, WireTx, frame_rows, plain_tx
 from spindle.core.vclock import VClock
 from spindle.core.wal.writer import wal_set_watcher
-from spindle.core.xlog.format import decode_file, encode_row
 
 from .test_relay_wire import (
     TS, Box, FileWal, Stream, both_paths, insert, local, tx,

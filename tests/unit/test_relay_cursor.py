@@ -13,13 +13,14 @@ import pytest
 from spindle.core.fiber import Scheduler
 from spindle.core.fiber.coio import run_in_thread
 from spindle.core.iproto.constants import GroupId, IprotoType
-from spindle.core.iproto.xrow import XRow, encode_dml_body
+from spindle.core.iproto.request import encode_dml_body
+from spindle.core.iproto.xrow import XRow, encode_row
+from spindle.core.xlog.format import EOF_MARKER_BYTES
 from spindle.core.replication.wal_cursor import WalCursor, XlogGapError
 from spindle.core.replication.wal_tail import WalTail
 from spindle.core.replication.wire_tx import WireTx, plain_tx
 from spindle.core.vclock import VClock
 from spindle.core.wal.writer import WalWriter
-from spindle.core.xlog.format import EOF_MARKER_BYTES, encode_row
 
 pytestmark = pytest.mark.usefixtures("collector_paused")   # see tests/conftest.py
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 import msgpack
 
 from spindle.core.iproto.constants import GroupId, IprotoType
-from spindle.core.iproto.xrow import XRow, encode_dml_body
+from spindle.core.iproto.request import encode_dml_body
+from spindle.core.iproto.xrow import XRow
 from spindle.core.replication.relay import relay_filter_tx
 from spindle.core.vclock import VClock
 

@@ -12,7 +12,12 @@ import pytest
 
 from spindle.core.iproto.constants import GroupId, IprotoType
 from spindle.core.iproto.errors import ClientError
-from spindle.core.iproto.xrow import XRow, encode_dml_body, encode_header, synchro_row
+from spindle.core.iproto.request import encode_dml_body, synchro_row
+from spindle.core.iproto.xrow import XRow, decode_rows, encode_header
+from spindle.core.xlog.format import (
+    EOF_MARKER_BYTES, XLOG, CorruptBlock, XlogMeta, decode_file, encode_block, encode_rows,
+    split_transactions,
+)
 from spindle.core.replication.relay import Relay, relay_filter_tx, relay_send_ready
 from spindle.core.replication.replica import Replica
 from spindle.core.replication import wal_cursor
@@ -21,10 +26,6 @@ from spindle.core.replication.wal_tail import WalTail
 from spindle.core.replication.wire_tx import NotForwardable, WireTx, scan_block
 from spindle.core.vclock import VClock
 from spindle.core.xlog.files import format_filename
-from spindle.core.xlog.format import (
-    EOF_MARKER_BYTES, XLOG, CorruptBlock, XlogMeta, decode_file, decode_rows, encode_block,
-    encode_rows, split_transactions,
-)
 
 UUID1 = "11111111-1111-4111-8111-111111111111"
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "tarantool-2.6"

@@ -14,13 +14,13 @@ from hypothesis import strategies as st
 
 from spindle.core.iproto.msgpack import ext_hook
 from spindle.core.iproto.constants import IprotoType
-from spindle.core.iproto.xrow import XRow, decode_dml_packet, decode_row, encode_dml_body
+from spindle.core.iproto.request import decode_dml_packet, encode_dml_body
+from spindle.core.iproto.xrow import XRow, decode_row, encode_row
 from spindle.core.replication import streams
 from spindle.core.replication.apply import StreamError, _one_replica_rising
 from spindle.core.replication.streams import TxAssembler
 from spindle.core.vclock import VClock
 from spindle.core.wal.journal import BrokenLsn, assign_lsn
-from spindle.core.xlog.format import encode_row
 
 from .applier_fake_master import CLUSTER_UUID, frame_row, row_frame
 from .test_logged_rows_fast import request_view

@@ -17,9 +17,8 @@ from spindle.core.box.key_def import KeyPart
 from spindle.core.box.txn import Engine
 from spindle.core.iproto.constants import IprotoType
 from spindle.core.iproto.errors import BoxError
-from spindle.core.iproto.xrow import (
-    XRow, decode_dml_packet, decode_relay_put_frame, decode_row, encode_dml_body, frame,
-)
+from spindle.core.iproto.request import decode_dml_packet, decode_relay_put_frame, encode_dml_body
+from spindle.core.iproto.xrow import XRow, decode_row, frame
 from spindle.core.replication.apply import decode_request
 
 ODD = ["\udcff\udcfe", "ok", 7, -1, 1.5, None, True, b"\xff", decimal.Decimal("1.5"),

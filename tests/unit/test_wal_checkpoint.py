@@ -16,7 +16,9 @@ from spindle.core.fiber import Scheduler
 from spindle.core.iproto.constants import IprotoType
 from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.iproto.msgpack import unpack
-from spindle.core.iproto.xrow import XRow, decode_dml_body, encode_dml_body
+from spindle.core.iproto.request import decode_dml_body, encode_dml_body
+from spindle.core.iproto.xrow import XRow
+from spindle.core.xlog.format import decode_file
 from spindle.core.vclock import VClock
 from spindle.core.wal import checkpoint
 from spindle.core.wal.checkpoint import Checkpointer, CheckpointSchedule, write_snapshot, \
@@ -27,7 +29,6 @@ from spindle.core.wal.gc import (
 from spindle.core.wal.recovery import recover
 from spindle.core.wal.writer import WalWriter
 from spindle.core.xlog.files import list_files, read_meta
-from spindle.core.xlog.format import decode_file
 
 pytestmark = pytest.mark.usefixtures("collector_paused")   # see tests/conftest.py
 

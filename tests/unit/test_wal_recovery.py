@@ -22,12 +22,13 @@ import pytest
 from spindle.core import log
 from spindle.core.iproto.constants import IprotoType
 from spindle.core.iproto.errors import ClientError, ErrorCode
-from spindle.core.iproto.xrow import XRow, encode_dml_body
+from spindle.core.iproto.request import encode_dml_body
+from spindle.core.iproto.xrow import XRow
+from spindle.core.xlog.format import XlogError, XlogMeta
 from spindle.core.vclock import VClock
 from spindle.core.wal.checkpoint import write_snapshot_file
 from spindle.core.wal.recovery import XlogGapError, recover
 from spindle.core.xlog.files import XlogWriter
-from spindle.core.xlog.format import XlogError, XlogMeta
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "tarantool-2.6"
 UUID1 = "11111111-1111-4111-8111-111111111111"

@@ -14,14 +14,15 @@ import pytest
 from spindle.core import log
 from spindle.core.iproto.constants import GroupId, IprotoType
 from spindle.core.iproto.errors import ClientError, ErrorCode
-from spindle.core.iproto.xrow import XRow, encode_dml_body
+from spindle.core.iproto.request import encode_dml_body
+from spindle.core.iproto.xrow import XRow
+from spindle.core.xlog.format import EOF_MARKER_BYTES, decode_file
 from spindle.core.vclock import VClock
 from spindle.core.wal.recovery import recover
 from spindle.core.wal.journal import assign_lsn
 from spindle.core.wal.wal_dir import WalIO
 from spindle.core.wal.writer import WalWriter, wal_set_watcher
 from spindle.core.xlog.files import XlogReader, list_files, read_meta
-from spindle.core.xlog.format import EOF_MARKER_BYTES, decode_file
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "tarantool-2.6"
 UUID1 = "11111111-1111-4111-8111-111111111111"

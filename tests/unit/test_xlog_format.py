@@ -8,15 +8,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spindle.core.iproto.constants import IprotoType, type_name
-from spindle.core.iproto.xrow import XRow, encode_dml_body, encode_header, encode_snapshot_body
-from spindle.core.vclock import VClock
+from spindle.core.iproto.request import encode_dml_body, encode_snapshot_body
+from spindle.core.iproto.xrow import (
+    LocalTxRows, XRow, encode_header, encode_local_tx, encode_row_list,
+)
 from spindle.core.xlog.format import (
     COMPRESS_THRESHOLD, EOF_MARKER_BYTES, FIXHEADER_SIZE, ROW_MARKER, ZROW_MARKER, Block,
     BlockStream, CorruptBlock, DataAfterEof, EofMarker, NeedMore, XlogHeaderError, XlogMeta,
-    LocalTxRows, crc32c, decode_block, decode_file, decode_fixheader, encode_block,
-    encode_file, encode_fixheader, encode_local_tx, encode_row_list, encode_rows, encode_tx,
-    parse_meta, split_transactions, zstd_decompress,
+    crc32c, decode_block, decode_file, decode_fixheader, encode_block, encode_file,
+    encode_fixheader, encode_rows, encode_tx, parse_meta, split_transactions, zstd_decompress,
 )
+from spindle.core.vclock import VClock
 from spindle.core.replication.wire_tx import plain_tx
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "tarantool-2.6"

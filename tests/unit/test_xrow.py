@@ -9,10 +9,12 @@ from hypothesis import strategies as st
 from spindle.core.iproto.constants import IPROTO_KEY_TYPE, IprotoKey, IprotoType, MpType
 from spindle.core.iproto.errors import ClientError
 from spindle.core.iproto.msgpack import MsgpackRaw, mp_next, pack, unpack
+from spindle.core.iproto.request import (
+    DmlRequest, decode_dml_body, decode_synchro_body, encode_dml_body, encode_snapshot_body,
+    encode_synchro_body, synchro_row,
+)
 from spindle.core.iproto.xrow import (
-    DmlRequest, XRow, decode_dml_body, decode_frame_length, decode_row, decode_rows,
-    decode_synchro_body, encode_dml_body, encode_reply_header, encode_snapshot_body,
-    encode_synchro_body, frame, synchro_row,
+    XRow, decode_frame_length, decode_row, decode_rows, encode_reply_header, frame,
 )
 
 WIRE = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "tarantool-2.6" / "wire"
@@ -331,7 +333,7 @@ def test_dml_bodies_decode_uuid_and_decimal_with_the_box_ext_hook():
     import uuid as uuid_module
 
     from spindle.core.iproto.msgpack import ext_hook, packb
-    from spindle.core.iproto.xrow import decode_dml_body
+    from spindle.core.iproto.request import decode_dml_body
     value, number = uuid_module.uuid4(), decimal.Decimal("1.25")
     body = packb({0x10: 512, 0x21: [value, number]})
     request = decode_dml_body(body, 2, ext_hook)
