@@ -392,8 +392,6 @@ class TxnLimbo:
         if last.is_rollback:
             raise ClientError(ErrorCode.ER_SYNC_ROLLBACK)
 
-    wait_confirm = txn_limbo_wait_confirm
-
     def txn_limbo_wait_empty(self, timeout: float) -> bool:
         """Wait until the queue is empty; False after `timeout` seconds."""
         deadline = self.clock() + timeout

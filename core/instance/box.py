@@ -35,13 +35,15 @@ from spindle.core.replication.replicaset import ReplicaSet
 
 from spindle.core.replication.replicaset import replicaset_follow, replicaset_sync
 
+from spindle.core.box.limbo import TxnLimbo
 from spindle.core.box.row_apply import (
     abandon, adopt, execute_logged, execute_unobserved, unobserved,
 )
 from spindle.core.box.schema import Schema, load_bootstrap_rows
 from spindle.core.box.txn import Engine, Statement, Txn
 
-from . import limbo_checkpoint, limbo_txn, startup
+from . import limbo_checkpoint, limbo_txn, startup, synchro
+from .limbo_checkpoint import CheckpointGate
 
 
 class Box:
@@ -54,9 +56,16 @@ class Box:
         self.schema.create_system_spaces(self._bootstrap_rows)
         self.replicaset = ReplicaSet(sched, self)
         self.schema.on_cluster_change.append(self.replicaset.on_cluster_change)
-        # synchronous replication: the limbo and its hooks (limbo_txn.py)
-        self.limbo = None
-        limbo_txn.install_limbo(self)
+        # synchronous replication (limbo_txn.py): the limbo, the gate a checkpoint
+        # closes to drain it (limbo_checkpoint.py), and its hooks: the relays' ACKs
+        # (synchro.py) and `_cluster` changes for a formula quorum. The commit path
+        # is installed with the WAL.
+        self.limbo: TxnLimbo = limbo_txn.make_limbo(self)
+        self.checkpoint_gate = CheckpointGate(sched)
+        self.replicaset.on_relay_ack.append(
+            lambda replica, vclock: synchro.limbo_on_relay_ack(self, replica, vclock))
+        self.schema.on_cluster_change.append(
+            lambda *_: limbo_txn.limbo_on_cluster_change(self))
         self.cfg: dict[str, Any] = {}
         self.wal: WalWriter | None = None
         self.gc: GarbageCollector | None = None
@@ -119,7 +128,9 @@ class Box:
                          instance_uuid=cfg.get("instance_uuid"),
                          progress=self._recovery_progress)
         if result.bootstrap_needed:
-            vclock = startup.bootstrap(self, memtx_dir)
+            self.instance_uuid = self.expected_instance_uuid(cfg)
+            log.info("instance uuid %s", self.instance_uuid)
+            vclock, self.is_bootstrap_leader = startup.bootstrap(self, memtx_dir)
             checkpoints: list[VClock] = []
         else:
             self.instance_uuid = result.instance_uuid

@@ -121,19 +121,7 @@ def make_limbo(box) -> TxnLimbo:
         on_complete=lambda entry: on_entry_complete(box, entry))
 
 
-def install_limbo(box) -> None:
-    """Box.__init__: the limbo and its hooks (the replica set's ACKs, `_cluster`
-    changes for a formula quorum). The commit path is installed with the WAL."""
-    from .synchro import limbo_on_relay_ack
-    from .limbo_checkpoint import CheckpointGate
-    box.limbo = make_limbo(box)
-    box.checkpoint_gate = CheckpointGate(box.sched)
-    box.replicaset.on_relay_ack.append(
-        lambda replica, vclock: limbo_on_relay_ack(box, replica, vclock))
-    box.schema.on_cluster_change.append(lambda *_: _on_cluster_change(box))
-
-
-def _on_cluster_change(box) -> None:
+def limbo_on_cluster_change(box) -> None:
     """A formula quorum follows the replica count (2.7+); this runs inside a
     `_cluster` trigger, so the (maybe blocking) re-check gets a fiber of its own."""
     if not isinstance(box.cfg.get("replication_synchro_quorum") if box.cfg else None,

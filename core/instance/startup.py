@@ -41,12 +41,11 @@ def box_sync_replication(box, connect_quorum: bool) -> None:
 
 # ================================================================== bootstrap
 
-def bootstrap(box, memtx_dir: str) -> VClock:
+def bootstrap(box, memtx_dir: str) -> tuple[VClock, bool]:
     """No snapshot: become the first instance of a new replica set, or join the
-    one the configured peers form. Returns the vclock the WAL starts from; the
-    initial checkpoint is written."""
-    box.instance_uuid = box.expected_instance_uuid(box.cfg)
-    log.info("instance uuid %s", box.instance_uuid)
+    one the configured peers form (Box.start has taken the instance UUID). Returns
+    the vclock the WAL starts from and whether this instance is the bootstrap
+    leader; the initial checkpoint is written."""
     box_sync_replication(box, True)
     master = replicaset_leader(box.replicaset)
     if master is not None and master.uuid != box.instance_uuid:
@@ -55,11 +54,9 @@ def bootstrap(box, memtx_dir: str) -> VClock:
         if wanted and wanted != box.schema.replicaset_uuid:
             raise ClientError(ErrorCode.ER_REPLICASET_UUID_MISMATCH, wanted,
                               box.schema.replicaset_uuid)
-        box.is_bootstrap_leader = False
-        return vclock
-    box.is_bootstrap_leader = True
+        return vclock, False
     return bootstrap_master(box, box.cfg.get("replicaset_uuid") or str(uuid_module.uuid4()),
-                            memtx_dir)
+                            memtx_dir), True
 
 
 def bootstrap_master(box, replicaset_uuid: str, memtx_dir: str) -> VClock:

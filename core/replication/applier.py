@@ -241,7 +241,7 @@ class Applier:
     def is_orphan(self) -> bool:
         """Whether SUBSCRIBE goes without ID_FILTER (an orphan wants its own rows
         back, e.g. after its xlogs were lost). Overridable."""
-        return getattr(self.box, "status", None) == "orphan"
+        return self.box.status == "orphan"
 
     # ------------------------------------------------------------ applier_f
 

@@ -54,11 +54,8 @@ def box_process_replication(executor, session, request, stream) -> None:
 # ------------------------------------------------------------------ checks
 
 def box_check_writable(box: ReplicationInstanceApi) -> None:
-    """ER_READONLY; the box's own check (which may name the reason) when it has one."""
-    check = getattr(box, "check_writable", None)
-    if check is not None:
-        check()
-    elif box.read_only:
+    """ER_READONLY while the instance is read-only (whatever the reason)."""
+    if box.read_only:
         raise ClientError(ErrorCode.ER_READONLY)
 
 

@@ -107,23 +107,14 @@ def synchro_pending(box: ReplicationInstanceApi) -> Callable[[], int]:
     quorum, one queued behind it, or those a CONFIRM or ROLLBACK being written
     decides): rows written then must reach the replicas at once. A cheap callable:
     the WAL tail asks it after every WAL write."""
-    queue = getattr(getattr(box, "limbo", None), "queue", None)
-    return queue.__len__ if queue is not None else _no_limbo
-
-
-def _no_limbo() -> int:
-    return 0
+    return box.limbo.queue.__len__
 
 
 def relay_wait_sync_confirm(box: ReplicationInstanceApi) -> None:
     """txn_limbo_wait_confirm() of 2.6.0's relay_initial_join: a JOIN sends its
     start vclock only after the pending synchronous transactions are confirmed
-    (ER_SYNC_ROLLBACK / ER_SYNC_QUORUM_TIMEOUT otherwise; core/box/limbo.py).
-    A no-op for a box without a limbo (tests' fakes)."""
-    limbo = getattr(box, "limbo", None)
-    wait_confirm = getattr(limbo, "wait_confirm", None)
-    if wait_confirm is not None:
-        wait_confirm()
+    (ER_SYNC_ROLLBACK / ER_SYNC_QUORUM_TIMEOUT otherwise; core/box/limbo.py)."""
+    box.limbo.txn_limbo_wait_confirm()
 
 
 # ------------------------------------------------------------------ errors
@@ -337,9 +328,8 @@ class Relay:
             self._lag = max(0.0, time.time() - newest)
         elif not unacked:
             self._lag = 0.0      # caught up and idle (tarantool#10029)
-        replicaset = getattr(self.box, "replicaset", None)
-        if replicaset is not None and self.replica is not None:
-            for hook in list(replicaset.on_relay_ack):
+        if self.replica is not None:
+            for hook in list(self.box.replicaset.on_relay_ack):
                 try:
                     hook(self.replica, vclock)
                 except Exception as exc:   # noqa: BLE001 - one hook must not stop the relay
@@ -351,7 +341,7 @@ class Relay:
         replica still needs: the newest file starting at or before what it ACKed
         (box_info.md §4: it moves when an xlog is done with, not on every ACK)."""
         replica = self.replica
-        gc = getattr(self.box, "gc", None)
+        gc = self.box.gc
         consumer = replica.gc if replica is not None else None
         if gc is None or consumer is None or consumer.is_inactive:
             return
@@ -381,8 +371,7 @@ def relay_set_state(relay: Relay, state: RelayState) -> None:
     relay.state = state
     replica = relay.replica
     log.verbose("relay to %s: %s", replica.uuid if replica else "?", state.value)
-    replicaset = getattr(relay.box, "replicaset", None)
-    for hook in list(getattr(replicaset, "on_relay_state", ())):
+    for hook in list(relay.box.replicaset.on_relay_state):
         try:
             hook(replica, relay)
         except Exception as exc:   # noqa: BLE001 - a trigger must not break the relay
@@ -773,7 +762,6 @@ def relay_stop(relay: Relay) -> None:
     relay_set_state(relay, RelayState.STOPPED)
     relay.fiber = None
     replica = relay.replica
-    replicaset = getattr(relay.box, "replicaset", None)
-    if replica is not None and replicaset is not None and not replica.id:
+    if replica is not None and not replica.id:
         replica.anon = False
-        replicaset.forget_if_unused(replica)
+        relay.box.replicaset.forget_if_unused(replica)

@@ -223,7 +223,8 @@ class Limbo:
 def make_relay(sched, tmp_path, limbo=None, *, replica_id=2, sync=0) -> Relay:
     wal = FileWal(tmp_path, VClock())
     box = Box(sched, wal)
-    box.limbo = limbo
+    if limbo is not None:
+        box.limbo = limbo
     relay = Relay(sched, box, Replica(REPLICA_UUID, replica_id), Stream(), sync)
     relay.cursor = relay_module.relay_cursor(box, VClock(), sync)
     return relay

@@ -4,6 +4,7 @@ decoded, filtered (relay_filter_tx, the final join's stop vclock) and re-encoded
 the relay's sync — and damaged files must end the same way."""
 from __future__ import annotations
 
+import collections
 import math
 import struct
 from pathlib import Path
@@ -20,6 +21,7 @@ from spindle.core.xlog.format import (
 )
 from spindle.core.replication.relay import Relay, relay_filter_tx, relay_send_ready
 from spindle.core.replication.replica import Replica
+from spindle.core.replication.replicaset import ReplicaSet
 from spindle.core.replication import wal_cursor
 from spindle.core.replication.wal_cursor import WalCursor
 from spindle.core.replication.wal_tail import WalTail
@@ -301,13 +303,28 @@ class FileWal:
         return path
 
 
+class EmptyLimbo:
+    """A limbo with nothing pending: nothing to hurry, nothing for a JOIN to wait for."""
+
+    def __init__(self):
+        self.queue: collections.deque = collections.deque()
+
+    def txn_limbo_wait_confirm(self) -> None:
+        pass
+
+
 class Box:
+    """What a relay uses of the instance (ReplicationInstanceApi), over one WAL."""
+
     def __init__(self, sched, wal):
         self.sched = sched
         self.wal = wal
+        self.gc = None
         self.cfg = {"replication_timeout": 1}
         self.instance_id = 1
         self.vclock = wal.vclock
+        self.limbo = EmptyLimbo()
+        self.replicaset = ReplicaSet(sched, self)
 
 
 def block(rows: list[XRow], compress: bool = True) -> bytes:
