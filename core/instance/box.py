@@ -348,7 +348,7 @@ class Box:
         limbo_txn.limbo_enter_replicated(self, txn, rows)
 
 
-def recover_wal_tx(box, rows: list[XRow]) -> None:
+def recover_wal_tx(box: Box, rows: list[XRow]) -> None:
     """One transaction read from an xlog at start-up, applied unlogged (the WAL
     does not run yet), then into the limbo as at its first commit.
 

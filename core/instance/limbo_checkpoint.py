@@ -21,12 +21,15 @@ limbo:
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from spindle.core import log
 from spindle.core.iproto.errors import ClientError, ErrorCode
 
 from .limbo_txn import LimboWaiters, synchro_timeout_of
+
+if TYPE_CHECKING:
+    from .box import Box
 
 
 class CheckpointGate:
@@ -53,11 +56,11 @@ class CheckpointGate:
             self._waiters.wait(None)
 
 
-def _own_limbo(box) -> bool:
+def _own_limbo(box: Box) -> bool:
     return bool(box.limbo.queue) and box.limbo.owner_id == box.instance_id
 
 
-def drain(box) -> None:
+def drain(box: Box) -> None:
     """Wait until the limbo is empty (2.6.0's errors when the pending transactions
     do not commit); gives up after 2 × replication_synchro_timeout."""
     limbo = box.limbo
@@ -67,7 +70,7 @@ def drain(box) -> None:
 
 
 @contextlib.contextmanager
-def checkpoint_gate(box) -> Iterator[None]:
+def checkpoint_gate(box: Box) -> Iterator[None]:
     """box.snapshot(): drain the limbo, keep it empty until the read view is made
     (checkpoint_read_view opens the gate then), open the gate whatever happens."""
     gate = box.checkpoint_gate
@@ -80,7 +83,7 @@ def checkpoint_gate(box) -> Iterator[None]:
         gate.open()
 
 
-def checkpoint_read_view(box):
+def checkpoint_read_view(box: Box):
     """The checkpointer's read view: only of an empty limbo."""
     if box.limbo.queue:
         if _own_limbo(box) and not box.checkpoint_gate.closed:
@@ -92,7 +95,7 @@ def checkpoint_read_view(box):
     return view
 
 
-def _drain_then_checkpoint(box) -> None:
+def _drain_then_checkpoint(box: Box) -> None:
     """The daemon's checkpoint met pending transactions: drain them behind the
     closed gate and make the checkpoint now."""
     try:

@@ -21,7 +21,7 @@
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spindle.core import log
 from spindle.core.iproto.constants import GroupId
@@ -31,6 +31,9 @@ from spindle.core.iproto.xrow import XRow
 
 from spindle.core.box.limbo import CONFIRM, ROLLBACK, LimboEntry, TxnLimbo
 from spindle.core.box.limbo_quorum import synchro_quorum
+
+if TYPE_CHECKING:
+    from .box import Box
 
 DEFAULT_SYNCHRO_TIMEOUT = 5.0
 SYNCHRO_TYPES = frozenset((int(CONFIRM), int(ROLLBACK)))    # iproto_type_is_synchro
@@ -89,13 +92,13 @@ class LimboWaiters:
 
 # ---------------------------------------------------------------- options
 
-def synchro_quorum_of(box) -> int:
+def synchro_quorum_of(box: Box) -> int:
     """replication_synchro_quorum in force (a formula counts `_cluster`)."""
     value = box.cfg.get("replication_synchro_quorum", 1) if box.cfg else 1
     return synchro_quorum(1 if value is None else value, len(box.schema.cluster))
 
 
-def synchro_timeout_of(box) -> float:
+def synchro_timeout_of(box: Box) -> float:
     value = box.cfg.get("replication_synchro_timeout") if box.cfg else None
     try:
         value = float(value)
@@ -106,7 +109,7 @@ def synchro_timeout_of(box) -> float:
 
 # ------------------------------------------------------------------ setup
 
-def make_limbo(box) -> TxnLimbo:
+def make_limbo(box: Box) -> TxnLimbo:
     waiters = LimboWaiters(box.sched)
     return TxnLimbo(
         instance_id=lambda: box.instance_id,
@@ -121,7 +124,7 @@ def make_limbo(box) -> TxnLimbo:
         on_complete=lambda entry: on_entry_complete(box, entry))
 
 
-def limbo_on_cluster_change(box) -> None:
+def limbo_on_cluster_change(box: Box) -> None:
     """A formula quorum follows the replica count (2.7+); this runs inside a
     `_cluster` trigger, so the (maybe blocking) re-check gets a fiber of its own."""
     if not isinstance(box.cfg.get("replication_synchro_quorum") if box.cfg else None,
@@ -132,7 +135,7 @@ def limbo_on_cluster_change(box) -> None:
     box.sched.spawn(box.limbo.txn_limbo_on_parameters_change, name="synchro_quorum")
 
 
-def on_synchro_option_changed(box) -> None:
+def on_synchro_option_changed(box: Box) -> None:
     """box.cfg changed replication_synchro_quorum/_timeout (may write CONFIRM)."""
     if box.wal is not None:
         box.limbo.txn_limbo_on_parameters_change()
@@ -140,7 +143,7 @@ def on_synchro_option_changed(box) -> None:
 
 # ------------------------------------------------------------- I/O for it
 
-def write_synchro(box, kind: int, owner_id: int, lsn: int) -> None:
+def write_synchro(box: Box, kind: int, owner_id: int, lsn: int) -> None:
     """txn_limbo_write_synchro: the row goes to the WAL directly, read-only or not
     (the limbo owner must be able to finish what it started)."""
     if box.wal is None:
@@ -148,7 +151,7 @@ def write_synchro(box, kind: int, owner_id: int, lsn: int) -> None:
     box.wal.write([synchro_row(kind, owner_id, lsn)])
 
 
-def on_entry_complete(box, entry: LimboEntry) -> None:
+def on_entry_complete(box: Box, entry: LimboEntry) -> None:
     """txn_complete_success / txn_complete_fail. A committed entry's transaction
     is finished by its own committer (or was committed by its asynchronous write:
     replicated and recovered ones); a rolled-back one is undone here and now, so
@@ -168,7 +171,7 @@ def _limbo_lsn(rows: list[XRow]) -> int:
     return rows[-1].lsn
 
 
-def limbo_commit(box, txn: Any, rows: list[XRow]) -> None:
+def limbo_commit(box: Box, txn: Any, rows: list[XRow]) -> None:
     """TxnManager.limbo_commit: txn_commit's journal write with the limbo around it.
     Raises the journal's error, ER_SYNC_QUORUM_TIMEOUT or ER_SYNC_ROLLBACK (the
     transaction is undone by then)."""
@@ -197,7 +200,7 @@ def limbo_commit(box, txn: Any, rows: list[XRow]) -> None:
 
 # ------------------------------------------------------------ replica side
 
-def _enter(box, txn: Any, rows: list[XRow]) -> LimboEntry | None:
+def _enter(box: Box, txn: Any, rows: list[XRow]) -> LimboEntry | None:
     """Queue a transaction whose rows come with their LSNs (a master's, or the
     WAL's at recovery): synchronous, or behind a non-empty queue."""
     limbo = box.limbo
@@ -223,7 +226,7 @@ def _enter(box, txn: Any, rows: list[XRow]) -> LimboEntry | None:
     return entry
 
 
-def limbo_enter_replicated(box, txn: Any, rows: list[XRow]) -> None:
+def limbo_enter_replicated(box: Box, txn: Any, rows: list[XRow]) -> None:
     """applier_apply_tx, before the asynchronous write (txn_commit_try_async).
     Raises ER_UNCOMMITTED_FOREIGN_SYNC_TXNS / ER_SYNC_ROLLBACK: the caller rolls the
     transaction back. During JOIN (no WAL yet) the rows are a snapshot's history
@@ -241,7 +244,7 @@ def limbo_enter_replicated(box, txn: Any, rows: list[XRow]) -> None:
     txn.on_rollback.add(on_write_failed)
 
 
-def apply_synchro_row(box, row: XRow) -> None:
+def apply_synchro_row(box: Box, row: XRow) -> None:
     """A CONFIRM/ROLLBACK from the master: decide the pending transactions now
     (must not yield: it runs inside the applier's transaction). Raises
     ER_SYNC_MASTER_MISMATCH for a foreign owner's pending entries."""
@@ -253,7 +256,7 @@ def apply_synchro_row(box, row: XRow) -> None:
 
 # --------------------------------------------------------------- recovery
 
-def recover_synchro_row(box, row: XRow) -> None:
+def recover_synchro_row(box: Box, row: XRow) -> None:
     """A CONFIRM/ROLLBACK read from the xlog. The WAL is the truth of the past: a
     row that matches nothing is logged, not fatal."""
     request = decode_synchro_body(row.body)
@@ -264,7 +267,7 @@ def recover_synchro_row(box, row: XRow) -> None:
                  exc.message)
 
 
-def recover_tx(box, txn: Any, rows: list[XRow]) -> None:
+def recover_tx(box: Box, txn: Any, rows: list[XRow]) -> None:
     """A recovered xlog transaction: into the limbo as at its first commit."""
     try:
         _enter(box, txn, rows)
@@ -273,7 +276,7 @@ def recover_tx(box, txn: Any, rows: list[XRow]) -> None:
                  rows[-1].replica_id, rows[-1].lsn, exc.message)
 
 
-def limbo_after_recovery(box) -> None:
+def limbo_after_recovery(box: Box) -> None:
     """The WAL runs. This instance's own entries left undecided by the xlog stay
     pending as they are: the restart decides nothing (2.6.0 neither counts its
     own write as their ACK nor writes CONFIRM/ROLLBACK for them), so a quorum 1
@@ -287,6 +290,6 @@ def limbo_after_recovery(box) -> None:
              sum(1 for entry in limbo.queue if entry.wait_ack))
 
 
-def synchro_info(box) -> dict:
+def synchro_info(box: Box) -> dict:
     """box.info.synchro: {queue = {owner, len}, quorum} (the 2.7.3+ shape)."""
     return {"queue": box.limbo.info(), "quorum": synchro_quorum_of(box)}

@@ -9,6 +9,7 @@ and `replicaset_sync` keeps the instance orphan until a quorum of them is synced
 from __future__ import annotations
 
 import uuid as uuid_module
+from typing import TYPE_CHECKING
 
 from spindle.core import log
 from spindle.core.iproto.errors import ClientError, ErrorCode
@@ -22,10 +23,13 @@ from spindle.core.wal.checkpoint import write_snapshot
 
 from spindle.core.box.schema import CLUSTER_ID, SCHEMA_ID
 
+if TYPE_CHECKING:
+    from .box import Box
+
 TIMEOUT_INFINITY = None
 
 
-def new_appliers(box) -> list:
+def new_appliers(box: Box) -> list:
     uris = list(box.cfg.get("replication") or ())
     if not uris:
         return []
@@ -33,7 +37,7 @@ def new_appliers(box) -> list:
     return [Applier(box.sched, box, uri) for uri in uris]
 
 
-def box_sync_replication(box, connect_quorum: bool) -> None:
+def box_sync_replication(box: Box, connect_quorum: bool) -> None:
     """Connect to everyone in box.cfg.replication; the connected appliers become
     the replica set's and wait, paused, for replicaset_follow."""
     replicaset_connect(box.replicaset, new_appliers(box), connect_quorum)
@@ -41,7 +45,7 @@ def box_sync_replication(box, connect_quorum: bool) -> None:
 
 # ================================================================== bootstrap
 
-def bootstrap(box, memtx_dir: str) -> tuple[VClock, bool]:
+def bootstrap(box: Box, memtx_dir: str) -> tuple[VClock, bool]:
     """No snapshot: become the first instance of a new replica set, or join the
     one the configured peers form (Box.start has taken the instance UUID). Returns
     the vclock the WAL starts from and whether this instance is the bootstrap
@@ -59,7 +63,7 @@ def bootstrap(box, memtx_dir: str) -> tuple[VClock, bool]:
                             memtx_dir), True
 
 
-def bootstrap_master(box, replicaset_uuid: str, memtx_dir: str) -> VClock:
+def bootstrap_master(box: Box, replicaset_uuid: str, memtx_dir: str) -> VClock:
     """Register self as replica 1 and every connected peer after it in `_cluster`,
     put the replica set UUID into `_schema`, and checkpoint it all at vclock {}."""
     if box.cfg.get("read_only"):
@@ -79,7 +83,7 @@ def bootstrap_master(box, replicaset_uuid: str, memtx_dir: str) -> VClock:
     return vclock
 
 
-def bootstrap_from_master(box, master, memtx_dir: str) -> VClock:
+def bootstrap_from_master(box: Box, master, memtx_dir: str) -> VClock:
     """Step the leader's applier through JOIN (or FETCH_SNAPSHOT for an anonymous
     replica) with applier_resume_to_state; the joined rows land in the engine
     without the WAL, then the initial checkpoint makes them durable."""
@@ -102,7 +106,7 @@ def bootstrap_from_master(box, master, memtx_dir: str) -> VClock:
 
 # ============================================================ reconfiguration
 
-def box_set_replication(box) -> None:
+def box_set_replication(box: Box) -> None:
     """A later box.cfg{replication = ...}: connect to the new list (everyone is
     tried, fewer than the quorum is an error), follow, sync."""
     box_sync_replication(box, True)
@@ -110,7 +114,7 @@ def box_set_replication(box) -> None:
     replicaset_sync(box.replicaset)
 
 
-def box_set_replication_anon(box, anon: bool) -> None:
+def box_set_replication_anon(box: Box, anon: bool) -> None:
     """replication_anon changed after bootstrap: true is refused by cfg checks;
     false turns an anonymous replica into a normal one through REGISTER."""
     if anon:

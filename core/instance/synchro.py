@@ -6,14 +6,19 @@ from its reader fiber; when it completes a quorum, that fiber writes the CONFIRM
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from spindle.core.box.limbo import quorum_confirm_lsn
 from spindle.core.replication.replica import RelayState, Replica
 from spindle.core.vclock import VClock
 
 from .limbo_txn import synchro_quorum_of, synchro_timeout_of
 
+if TYPE_CHECKING:
+    from .box import Box
 
-def limbo_on_relay_ack(box, replica: Replica, vclock: VClock) -> None:
+
+def limbo_on_relay_ack(box: Box, replica: Replica, vclock: VClock) -> None:
     """ReplicaSet.on_relay_ack: the replica has our rows up to vclock[our id].
     Only the limbo owner collects ACKs. Anonymous replicas (id 0) do not count:
     they are not members of the quorum's replica set."""
@@ -24,7 +29,7 @@ def limbo_on_relay_ack(box, replica: Replica, vclock: VClock) -> None:
     limbo.txn_limbo_ack(replica.id, vclock.get(own))
 
 
-def _acked_lsns(box, owner_id: int) -> list[int]:
+def _acked_lsns(box: Box, owner_id: int) -> list[int]:
     """What each registered peer with a live relay has of `owner_id`'s rows, and
     what this instance has."""
     lsns = []
@@ -37,7 +42,7 @@ def _acked_lsns(box, owner_id: int) -> list[int]:
     return lsns
 
 
-def box_clear_synchro_queue(box) -> None:
+def box_clear_synchro_queue(box: Box) -> None:
     """box.ctl.clear_synchro_queue(): a new master takes over the limbo. Give the
     former owner's CONFIRM/ROLLBACK 2 × replication_synchro_timeout to arrive, then
     confirm what a quorum of the live peers has and roll back the rest.
