@@ -8,6 +8,10 @@ Bootstrap of a fresh instance follows server-startup-with-replication.txt for an
 empty `replication`: load the built-in schema rows, register self as replica 1 in
 `_cluster`, put the replica set UUID in `_schema`, and write the first checkpoint
 with those rows (vclock {}), so the WAL starts empty.
+
+Below the instance, replication and the request executor see a Box only as the
+protocols of core/instance_api.py and core/replication/instance_api.py: what they
+use is declared there, and set here.
 """
 from __future__ import annotations
 
@@ -18,12 +22,19 @@ import uuid as uuid_module
 from typing import Any, Callable, Iterable
 
 from spindle.core import log
+from spindle.core.box.limbo import TxnLimbo
+from spindle.core.box.row_apply import (
+    abandon, adopt, execute_logged, execute_unobserved, unobserved,
+)
+from spindle.core.box.schema import Schema, load_bootstrap_rows
+from spindle.core.box.txn import Engine, Statement, Txn
 from spindle.core.fiber import Cond
-from spindle.core.iproto.errors import ClientError, ErrorCode, TimedOut
 from spindle.core.iproto.constants import is_synchro
+from spindle.core.iproto.errors import ClientError, ErrorCode, TimedOut
+from spindle.core.iproto.msgpack import ext_hook
 from spindle.core.iproto.request import DML_WRITE_TYPES, decode_dml_body
 from spindle.core.iproto.xrow import XRow
-from spindle.core.iproto.msgpack import ext_hook
+from spindle.core.replication.replicaset import ReplicaSet, replicaset_follow, replicaset_sync
 from spindle.core.vclock import VClock
 from spindle.core.version import VERSION_STRING
 from spindle.core.wal.checkpoint import Checkpointer
@@ -31,16 +42,6 @@ from spindle.core.wal.gc import GarbageCollector
 from spindle.core.wal.recovery import RecoveryProgress, recover
 from spindle.core.wal.writer import WalWriter
 from spindle.core.xlog.files import list_files, read_meta
-from spindle.core.replication.replicaset import ReplicaSet
-
-from spindle.core.replication.replicaset import replicaset_follow, replicaset_sync
-
-from spindle.core.box.limbo import TxnLimbo
-from spindle.core.box.row_apply import (
-    abandon, adopt, execute_logged, execute_unobserved, unobserved,
-)
-from spindle.core.box.schema import Schema, load_bootstrap_rows
-from spindle.core.box.txn import Engine, Statement, Txn
 
 from . import limbo_checkpoint, limbo_txn, startup, synchro
 from .limbo_checkpoint import CheckpointGate
