@@ -252,10 +252,10 @@ class Space:
                 if idx.name == id_or_name:
                     return idx
             raise ClientError(ErrorCode.ER_NO_SUCH_INDEX_NAME, id_or_name, self.name)
-        idx = self.indexes.get(id_or_name)
-        if idx is None:
+        found = self.indexes.get(id_or_name)
+        if found is None:
             raise ClientError(ErrorCode.ER_NO_SUCH_INDEX_ID, id_or_name, self.name)
-        return idx
+        return found
 
     def _unique_index(self, index_id: int) -> Index:
         idx = self.index(index_id)
@@ -526,7 +526,7 @@ class Space:
             self._account(displaced, new, data)
         return new, displaced, data
 
-    def _find_by_key(self, request: DmlRequest) -> tuple[Index, list]:
+    def _find_by_key(self, request: DmlRequest | PutRequest) -> tuple[Index, list]:
         index = self._unique_index(request.index_id)
         key = normalize_key(request.key)
         index.key_def.validate_exact_key(key)
@@ -536,9 +536,11 @@ class Space:
         """request_rebind_to_primary_key(): log secondary-key requests by primary key."""
         request = stmt.request
         if request.index_id != 0:
+            pk = self.primary
+            assert pk is not None   # a tuple was found: the space has its primary index
             stmt.request = DmlRequest(type=request.type, space_id=request.space_id,
                                       index_base=request.index_base,
-                                      key=self.primary.key_def.extract_key(found),
+                                      key=pk.key_def.extract_key(found),
                                       ops=request.ops)
 
     def _execute_upsert(self, stmt: Statement) -> None:
@@ -646,6 +648,8 @@ class Space:
         else:
             return
         if rtype in (IprotoType.INSERT, IprotoType.REPLACE):
+            # INSERT/REPLACE/UPSERT carry a tuple (the decoders and Space's DML set one)
+            assert request.tuple is not None
             new = tuple(request.tuple)
         elif rtype == IprotoType.UPDATE:
             if old is None:
@@ -657,6 +661,7 @@ class Space:
                 return
             new = None
         elif old is None:   # UPSERT that inserts
+            assert request.tuple is not None   # (see INSERT above)
             new = tuple(request.tuple)
             check_ops(request.ops, index_base=request.index_base, field_names=self._field_names)
         else:
@@ -686,5 +691,7 @@ class Space:
         if old is new:
             return DmlRequest(type=IprotoType.NOP, space_id=self.id)
         if new is None:
-            return self._request(IprotoType.DELETE, key=self.primary.key_def.extract_key(old))
+            pk = self.primary
+            assert pk is not None   # `old` was found: the space has its primary index
+            return self._request(IprotoType.DELETE, key=pk.key_def.extract_key(old))
         return self._request(IprotoType.REPLACE, tuple=new)

@@ -45,7 +45,7 @@ _NO_KEY = object()     # "not looked up yet" (None is a valid fiber key)
 # runs later, in tx, when the write is over (txn_commit_async's journal)
 AsyncJournal = Callable[[list[XRow], Callable[[BaseException | None], None]], None]
 
-OP_NAMES = {IprotoType.INSERT: "INSERT", IprotoType.REPLACE: "REPLACE",
+OP_NAMES: dict[int, str] = {IprotoType.INSERT: "INSERT", IprotoType.REPLACE: "REPLACE",
             IprotoType.UPDATE: "UPDATE", IprotoType.DELETE: "DELETE",
             IprotoType.UPSERT: "UPSERT", IprotoType.NOP: "NOP"}
 
@@ -96,7 +96,7 @@ class Statement:
 
     __slots__ = ("space", "old_tuple", "new_tuple", "request", "row", "tuple_data")
 
-    def __init__(self, space: Any, request: DmlRequest, old_tuple: Any = None,
+    def __init__(self, space: Any, request: DmlRequest | PutRequest, old_tuple: Any = None,
                  new_tuple: Any = None, tuple_data: bytes | None = None,
                  row: XRow | None = None):
         self.space = space
@@ -303,12 +303,12 @@ class TxnManager:
 
     # -- statements -----------------------------------------------------------
 
-    def execute(self, space: Any, request: DmlRequest) -> Any:
+    def execute(self, space: Any, request: DmlRequest | PutRequest) -> Any:
         """Run one DML statement of `space` (called by Space)."""
         key = self.fiber_key()
         txn = self.open.get(key)
         autocommit = txn is None
-        if autocommit:
+        if txn is None:
             txn = Txn(autocommit=True)
             self.open[key] = txn
         # A transaction aborted by a yield still takes statements in 2.6.0 (checked
