@@ -85,6 +85,8 @@ _pack_u32 = struct.Struct(">I").pack
 def replication_timeout(box: ReplicationInstanceApi) -> float:
     """box.cfg.replication_timeout, read every time: it is dynamic."""
     value = box.cfg.get("replication_timeout") if box.cfg else None
+    if value is None:
+        return DEFAULT_REPLICATION_TIMEOUT
     try:
         value = float(value)
     except (TypeError, ValueError):
@@ -341,9 +343,9 @@ class Relay:
         replica still needs: the newest file starting at or before what it ACKed
         (box_info.md §4: it moves when an xlog is done with, not on every ACK)."""
         replica = self.replica
-        gc = self.box.gc
+        gc, wal = self.box.gc, self.box.wal
         consumer = replica.gc if replica is not None else None
-        if gc is None or consumer is None or consumer.is_inactive:
+        if gc is None or wal is None or consumer is None or consumer.is_inactive:
             return
         if vclock_covers(consumer.vclock, vclock):
             return                        # nothing new since the consumer's position
@@ -351,7 +353,7 @@ class Relay:
         if now - self._gc_checked_at < GC_CHECK_INTERVAL:
             return
         self._gc_checked_at = now
-        starts = [clock for clock in self.box.wal.xlog_vclocks()
+        starts = [clock for clock in wal.xlog_vclocks()
                   if vclock_covers(vclock, clock)]
         if not starts:
             return
@@ -414,7 +416,7 @@ def relay_tx_frames(relay: Relay, tx: Transaction, subscriber: bool,
     replica = relay.replica
     subscriber_id = replica.id if subscriber and replica else 0
     id_filter = relay.id_filter if subscriber else frozenset()
-    if type(tx) is WireTx:
+    if isinstance(tx, WireTx):
         share = wire_tx_share(tx, stop=stop, subscriber_id=subscriber_id,
                               local_vclock_at_subscribe=relay.local_vclock_at_subscribe,
                               id_filter=id_filter)
@@ -532,7 +534,9 @@ def relay_initial_join(box: ReplicationInstanceApi, stream, sync: int) -> VClock
     view = box.read_view()        # frozen first: writes may go on while it is sent
     try:
         # Everything the view shows is in the WAL once this returns.
-        vclock = box.wal.sync()
+        wal = box.wal
+        assert wal is not None   # (a master serving JOIN has started its WAL)
+        vclock = wal.sync()
         relay_wait_sync_confirm(box)
         timeout = join_write_timeout(box)
         stream.write_row(encode_vclock_row(vclock), sync, timeout)
@@ -645,6 +649,7 @@ def relay_subscribe_f(relay: Relay) -> None:
     """The sender loop: rows as they come, a heartbeat when idle for
     replication_timeout (read every time: it is dynamic)."""
     sched, box, cursor = relay.sched, relay.box, relay.cursor
+    assert cursor is not None   # (relay_subscribe made it before starting this loop)
     relay_send_heartbeat(relay)
     while True:
         relay.check()
@@ -680,18 +685,21 @@ def relay_hold_back(relay: Relay) -> bool:
     most that long; a trickle of transactions goes out at once, and nothing
     written while synchronous transactions are pending waits (the tail marks such
     batches urgent: one written during the hold ends it)."""
-    sched = relay.sched
+    sched, cursor = relay.sched, relay.cursor
+    assert cursor is not None   # (the sender's: see relay_subscribe_f)
     left = relay.last_row_time + COALESCE_WINDOW - sched.clock()
-    if left <= 0 or relay.cursor.urgent_unread():
+    if left <= 0 or cursor.urgent_unread():
         return False
-    relay.cursor.tail.hold(left)
+    cursor.tail.hold(left)
     return True
 
 
 def relay_send_ready(relay: Relay) -> bool:
     """Send what the cursor has now; False when it has nothing until the WAL
     writes again."""
-    txs = relay.cursor.read()
+    cursor = relay.cursor
+    assert cursor is not None   # (the sender's: see relay_subscribe_f)
+    txs = cursor.read()
     if txs is None:
         return False
     # Reading file blocks and sending their rows each take a few ms: the loop gets

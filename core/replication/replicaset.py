@@ -55,7 +55,8 @@ class ReplicaSet:
         # (the qsync limbo hooks in here)
         self.on_relay_ack: list[Callable[[Replica, VClock], None]] = []
         # fn(replica, relay) after a relay's state changed (relay.relay_set_state)
-        self.on_relay_state: list[Callable[[Replica, Any], None]] = []
+        # hook(replica, relay): replica None for the relay of a JOIN
+        self.on_relay_state: list[Callable[[Replica | None, Any], None]] = []
 
     @property
     def vclock(self) -> VClock:
