@@ -70,17 +70,51 @@ class Instance:
         fn = self.runtime.load(code, chunkname)
         return self.runtime.call(fn, *(args or []))
 
+    def set_arg(self, zero: str, args: list[str]) -> None:
+        """The global `arg` as tarantool sets it before -e, -l and the script run:
+        arg[0] the script ('-' for standard input, the program without one),
+        arg[1..n] its arguments, arg[-1] the program."""
+        arg = {i + 1: value for i, value in enumerate(args)}
+        arg[0] = zero
+        arg[-1] = sys.argv[0]
+        self.runtime.globals[b"arg"] = self.runtime.to_lua(arg)
+
+    def require_global(self, name: str) -> None:
+        """`-l NAME`: require(NAME) into the global NAME."""
+        module = self.runtime.call(self.runtime.globals.require, name)
+        self.runtime.globals[name.encode()] = module[0] if module else None
+
     def run_script(self, path: str, args: list[str]) -> tuple:
         """Run a startup script as Tarantool does: in the current fiber, named after the
         script, with the global `arg` table (arg[0] script, arg[-1] the binary)."""
         self.sched.current.name = os.path.basename(path)
-        arg = {i + 1: value for i, value in enumerate(args)}
-        arg[0] = path
-        arg[-1] = sys.argv[0]
-        self.runtime.globals[b"arg"] = self.runtime.to_lua(arg)
+        self.set_arg(path, args)
         self.add_package_dir(os.path.dirname(os.path.abspath(path)))
-        with open(path, "rb") as source:
-            code = source.read()
-        if code.startswith(b"#!"):   # keep line numbers: blank out the shebang line
-            code = b"--" + code[2:]
-        return self.run_chunk(code, "@" + path, args)
+        try:
+            with open(path, "rb") as source:
+                code = source.read()
+        except OSError as error:
+            # luaL_loadfile's words, which tarantool reports as a LuajitError
+            raise LuaLoadError(f"cannot read {path}: {os.strerror(error.errno or 0)}") from None
+        return self.run_chunk(_unshebang(code), "@" + path, args)
+
+    def run_stdin(self, args: list[str]) -> tuple:
+        """`spindle -` or a pipe with no script: standard input is the script, its
+        chunk named `stdin` as tarantool names it (errors read "stdin:2: ...")."""
+        code = sys.stdin.buffer.read()
+        return self.run_chunk(_unshebang(code), "=stdin", args)
+
+
+class LuaLoadError(Exception):
+    """A script that cannot be read; reported as tarantool reports it."""
+
+    type = "LuajitError"
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+def _unshebang(code: bytes) -> bytes:
+    """Keep line numbers: blank out a shebang line."""
+    return b"--" + code[2:] if code.startswith(b"#!") else code

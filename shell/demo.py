@@ -223,7 +223,7 @@ def _launcher_class():
 
         def __init__(self, first: DemoInstance, children: Children, started_at: float,
                      timeout: float, greeting: str):
-            super().__init__(script=str(first.script_path), script_args=[], chunks=[],
+            super().__init__(script=str(first.script_path), script_args=[], actions=[],
                              interactive=True)
             self.first, self.children, self.greeting = first, children, greeting
             self.timeout, self.deadline = timeout, started_at + timeout

@@ -13,7 +13,7 @@ import sys
 import threading
 
 from spindle.core.iproto.errors import BoxError
-from spindle.lua.instance import Instance
+from spindle.lua.instance import Instance, LuaLoadError
 
 from .recovery_bar import RecoveryBar
 from .signals import InstanceSignals
@@ -29,11 +29,12 @@ COLLECTOR_THRESHOLDS = (20_000, 20, 20)
 
 
 class Launcher:
-    def __init__(self, script: str | None, script_args: list[str], chunks: list[str],
-                 interactive: bool):
+    def __init__(self, script: str | None, script_args: list[str],
+                 actions: list[tuple[str, str]], interactive: bool, from_stdin: bool = False):
         gc.set_threshold(*COLLECTOR_THRESHOLDS)
         self.script, self.script_args = script, script_args
-        self.chunks, self.interactive = chunks, interactive
+        self.actions, self.interactive = actions, interactive
+        self.from_stdin = from_stdin
         self.instance = Instance()
         self.sched = self.instance.sched
         self._recovery_bar = RecoveryBar()
@@ -84,9 +85,15 @@ class Launcher:
             print(f"error while stopping Spark: {exc}", file=sys.stderr)
 
     def _main(self) -> None:
-        for chunk in self.chunks:
-            self.instance.run_chunk(chunk, "=(command line)")
-        if self.script:
+        self.instance.set_arg(self.script if self.script else sys.argv[0], self.script_args)
+        for kind, value in self.actions:      # -e and -l, in command-line order
+            if kind == "chunk":
+                self.instance.run_chunk(value, "=(command line)")
+            else:
+                self.instance.require_global(value)
+        if self.from_stdin:
+            self.instance.run_stdin(self.script_args)
+        elif self.script:
             self.instance.run_script(self.script, self.script_args)
         if self.interactive:
             self._console()
@@ -110,10 +117,10 @@ class Launcher:
 
 def report_fatal(exc: BaseException) -> None:
     """What Tarantool prints when a script fails: the error, its Lua traceback."""
-    if isinstance(exc, BoxError):
+    if isinstance(exc, (BoxError, LuaLoadError)):
         text = f"{exc.type}: {exc.message}"
-    else:
-        text = f"{type(exc).__name__}: {exc}"
+    else:   # a fault of Spindle's own: said in Tarantool's terms, not Python's
+        text = f"SystemError: {exc}"
     trace = getattr(exc, "lua_traceback", "")
     sys.stderr.write(text + ("\n" + trace if trace else "") + "\n")
     sys.stderr.write("fatal error, exiting the event loop\n")

@@ -100,7 +100,7 @@ def free_port() -> int:
 
 
 def run_lua(binary: str, code: str, cwd: str) -> float:
-    proc = subprocess.run([binary, "-e", code], cwd=cwd, capture_output=True, text=True,
+    proc = subprocess.run([binary, "-e", code], cwd=cwd, capture_output=True, stdin=subprocess.DEVNULL, text=True,
                           timeout=1800)
     if proc.returncode != 0:
         raise RuntimeError(f"{binary}: {proc.stderr[-800:]}")

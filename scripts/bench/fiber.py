@@ -45,7 +45,7 @@ LUA_BENCHES = {
 
 def run_lua(binary: str, code: str) -> float:
     with tempfile.TemporaryDirectory() as cwd:
-        out = subprocess.run([binary, "-e", code], cwd=cwd, capture_output=True,
+        out = subprocess.run([binary, "-e", code], cwd=cwd, capture_output=True, stdin=subprocess.DEVNULL,
                              text=True, timeout=300)
     if out.returncode != 0:
         raise RuntimeError(f"{binary} failed: {out.stderr[-500:]}")

@@ -103,13 +103,13 @@ def test_require_a_module_next_to_the_script(tmp_path):
 
 
 def test_pipe_console_table_output(tmp_path):
-    result = run([], tmp_path, stdin="\\set output table\n{{1, 'a'}, {2, 'b'}}\n")
+    result = run(["-i"], tmp_path, stdin="\\set output table\n{{1, 'a'}, {2, 'b'}}\n")
     assert result.returncode == 0, result.stderr
     assert "col1" in result.stdout and "│ 2" in result.stdout
 
 
 def test_os_exit_typed_at_the_console_ends_it_quietly(tmp_path):
-    done = subprocess.run([SPINDLE], input="print(1)\nos.exit(4)\nprint(2)\n", cwd=tmp_path,
+    done = subprocess.run([SPINDLE, "-i"], input="print(1)\nos.exit(4)\nprint(2)\n", cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 4
     assert done.stdout.splitlines()[0] == "1"

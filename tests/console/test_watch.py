@@ -97,7 +97,7 @@ def test_help_lists_watch(spawn_console):
 
 def run_pipe(stdin: str, cwd: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, HOME=str(cwd))
-    return subprocess.run([SPINDLE], input=stdin, cwd=cwd, env=env, text=True,
+    return subprocess.run([SPINDLE, "-i"], input=stdin, cwd=cwd, env=env, text=True,
                           capture_output=True, timeout=TIMEOUT)
 
 
@@ -144,7 +144,7 @@ def test_pipe_watch_bad_lines_are_errors(tmp_path):
 
 def test_pipe_watch_without_count_runs_until_more_input(tmp_path):
     env = dict(os.environ, HOME=str(tmp_path))
-    process = subprocess.Popen([SPINDLE], cwd=tmp_path, env=env, text=True,
+    process = subprocess.Popen([SPINDLE, "-i"], cwd=tmp_path, env=env, text=True,
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)
     lines: queue.Queue = queue.Queue()

@@ -65,7 +65,7 @@ def console_both(statements: str, tmp_path: Path) -> tuple[list[str], list[str]]
     real = subprocess.run([tarantool_binary(), "-e", "require('console').start() os.exit(0)"],
                           input=statements, cwd=tmp_path / "t", capture_output=True,
                           text=True, timeout=60)
-    ours = subprocess.run([SPINDLE], input=statements, cwd=tmp_path / "s",
+    ours = subprocess.run([SPINDLE, "-i"], input=statements, cwd=tmp_path / "s",
                           capture_output=True, text=True, timeout=60)
     assert ours.returncode == 0, ours.stderr
     return console_documents(real.stdout), console_documents(ours.stdout)

@@ -258,7 +258,7 @@ def _spindle_outputs(statements: list[str]) -> list[str]:
     """spindle's pipe console prints only the outputs: split them by their form (a
     YAML document from '---' to '...', or Lua output up to a line ending in ';')."""
     text = "\n".join(statements) + "\n"
-    proc = subprocess.run([SPINDLE], input=text, capture_output=True, text=True,
+    proc = subprocess.run([SPINDLE, "-i"], input=text, capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 0, proc.stderr
     outputs, current, in_yaml = [], [], False

@@ -178,7 +178,7 @@ def _tarantool_outputs(statements: list[str], cwd: Path) -> list[str]:
 
 def _spindle_outputs(statements: list[str], cwd: Path) -> list[str]:
     """Pipe mode prints only the outputs: YAML documents from '---' to '...'."""
-    proc = subprocess.run([SPINDLE], input="\n".join(statements) + "\n", capture_output=True,
+    proc = subprocess.run([SPINDLE, "-i"], input="\n".join(statements) + "\n", capture_output=True,
                           text=True, timeout=120, cwd=cwd)
     assert proc.returncode == 0, proc.stderr
     outputs, current = [], []
