@@ -42,7 +42,7 @@ from spindle.core.iproto.constants import GroupId, IprotoKey, IprotoType, is_syn
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
 from spindle.core.iproto.msgpack import ext_hook, unpack
 from spindle.core.iproto.request import (
-    DML_WRITE_TYPES, DmlRequest, decode_dml_body, decode_synchro_body,
+    DML_WRITE_TYPES, DmlRequest, PutRequest, decode_dml_body, decode_synchro_body,
 )
 from spindle.core.iproto.xrow import XRow
 
@@ -66,7 +66,7 @@ class StreamError(BoxError):
         self.cause = cause
 
 
-def decode_request(row: XRow) -> DmlRequest:
+def decode_request(row: XRow) -> DmlRequest | PutRequest:
     """The DML request of a replicated row; StreamError if its body is bad."""
     try:
         return decode_dml_body(row.body, row.type, ext_hook)
