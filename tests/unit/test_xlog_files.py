@@ -9,15 +9,16 @@ from hypothesis import strategies as st
 
 from spindle.core.iproto.constants import IprotoType
 from spindle.core.iproto.errors import ClientError
-from spindle.core.iproto.xrow import XRow, encode_dml_body, encode_snapshot_body, synchro_row
+from spindle.core.iproto.request import encode_dml_body, encode_snapshot_body, synchro_row
+from spindle.core.iproto.xrow import XRow
+from spindle.core.xlog.format import (
+    AUTOCOMMIT_THRESHOLD, EOF_MARKER_BYTES, FIXHEADER_SIZE, CorruptBlock, DataAfterEof,
+    XlogError, XlogHeaderError, XlogMeta, decode_file,
+)
 from spindle.core.vclock import VClock
 from spindle.core.xlog.files import (
     INPROGRESS_SUFFIX, SyncPolicy, XlogReader, XlogWriter, format_filename, list_files,
     list_inprogress, parse_filename, read_meta, remove_inprogress,
-)
-from spindle.core.xlog.format import (
-    AUTOCOMMIT_THRESHOLD, EOF_MARKER_BYTES, FIXHEADER_SIZE, CorruptBlock, DataAfterEof,
-    XlogError, XlogHeaderError, XlogMeta, decode_file,
 )
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "tarantool-2.6"
