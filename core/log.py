@@ -27,6 +27,14 @@ LEVEL_NAMES = {"fatal": FATAL, "syserror": SYSERROR, "error": ERROR, "crit": CRI
 
 level = INFO
 _pid = os.getpid()
+
+
+def _forked() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_forked)     # box.cfg{background = true}
 _lock = threading.Lock()   # the WAL and REPL threads log too
 
 

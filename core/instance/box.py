@@ -117,8 +117,7 @@ class Box:
         fiber; returns when the instance is running or orphan."""
         self.cfg = cfg
         work_dir = cfg.get("work_dir")
-        if work_dir:
-            os.makedirs(work_dir, exist_ok=True)
+        if work_dir:        # it must exist, as in 2.6.0 (box.cfg checked it first)
             os.chdir(work_dir)          # Tarantool too: every other dir is relative to it
         memtx_dir, wal_dir = cfg.get("memtx_dir") or ".", cfg.get("wal_dir") or "."
         for directory in (memtx_dir, wal_dir):

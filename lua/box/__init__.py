@@ -37,6 +37,7 @@ from .info import InfoApi
 from .schema import SchemaApi
 from .space import SpaceApi
 from .spark import SparkApi
+from .process import ProcessOptions
 from .tuple import TupleBridge
 from .txn import TxnApi
 
@@ -57,6 +58,7 @@ class BoxStorage:
         self.sched = runtime.sched
         self.started = False
         self._log_file = None
+        self.process = ProcessOptions()
         # hooks every Box gets (a failed first box.cfg replaces the Box)
         self.recovery_progress_hooks: list = []
         self._new_box()
@@ -183,6 +185,7 @@ class BoxStorage:
     def stop(self) -> None:
         if self.started:
             self.box.stop()
+        self.process.stop()
         if self._log_file is not None:
             log.close_file()
             self._log_file = None
@@ -209,7 +212,6 @@ class BoxStorage:
         work_dir = self.module.config.as_dict().get("work_dir")
         if work_dir:      # as in Tarantool, a relative log path is in work_dir
             target = os.path.join(work_dir, target)
-            os.makedirs(work_dir, exist_ok=True)
         self._log_file = log.open_file(target)   # SIGHUP / log.rotate() reopen it
 
 

@@ -6,6 +6,7 @@ database, which blocks the fiber); applying an option's side effect goes through
 """
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable
 
 from spindle.core import log
@@ -58,17 +59,27 @@ class BoxModule:
         if not self.config.configured:
             values = self.config.first_configure(options)
             given = options or {}
+            from ..box.process import ProcessPanic
+            try:
+                self.storage.process.prepare(values)    # work_dir, background, pid_file
+            except ProcessPanic as panic:
+                sys.stderr.write(f"{panic}\n")          # before the logger, as 2.6.0
+                self.instance.exit_now(1)
             # known before `listen` binds: the greeting carries it from the start
             self.storage.box.expected_instance_uuid(values)
             try:
                 # As 2.6.0 sets up its logger before it reports any option: with
                 # log_level = 2 not even the log_level line is printed.
-                if given.get("log_level") is not None:
-                    self._apply("log_level", values["log_level"])
+                # Its log file too: the option lines go there.
+                early = [name for name in ("log_level", "log") if given.get(name) is not None]
+                for name in early:
+                    self._apply(name, values[name])
                 for name, value in values.items():
                     if name in given and given[name] is not None:
                         log.info("set '%s' configuration option to %s", name, Shown(value, name))
-                        self._apply(name, value)
+                        if name not in early:
+                            self._apply(name, value)
+                self.storage.process.start()  # detach (background), write the pid
                 self.storage.start(values)    # returns when the box is up
             except BaseException:
                 self.config = Config()        # a failed first box.cfg leaves nothing

@@ -18,6 +18,7 @@ class Runner:
 
     def __init__(self, work_dir):
         self.work_dir = str(work_dir)
+        os.makedirs(self.work_dir, exist_ok=True)      # box.cfg refuses a missing one
         self.instance = Instance()
         self.sched = self.instance.sched
 
