@@ -96,7 +96,7 @@ class BoxModule:
         for warning in self.config.warnings:
             log.warn("%s", warning)
         self.config.warnings.clear()
-        return self.runtime.to_lua(self.config.as_dict())
+        return self.runtime.to_lua(lua_cfg_values(self.config.as_dict()))
 
     def _apply(self, name: str, value: Any) -> None:
         applier = self.appliers.get(name)
@@ -155,3 +155,12 @@ def build(instance):
     instance.box = module
     instance.storage = module.storage     # the database (lua/box), for other layers
     return module.lua_module
+
+
+def lua_cfg_values(values: dict[str, Any]) -> dict[str, Any]:
+    """box.cfg's values as 2.6.0's Lua holds them: an unset option is absent (nil,
+    not the truthy box.NULL) and every number a Lua number, even one past 2^53
+    (checkpoint_wal_threshold's default is 1e+18, not a uint64 cdata)."""
+    return {name: float(value) if type(value) is int and abs(value) >= 2 ** 53 else value
+            for name, value in values.items() if value is not None}
+
