@@ -128,6 +128,7 @@ def test_spindle_recovers_a_fresh_tarantool_dir(tmp_path):
 
 def test_tarantool_starts_on_a_spindle_dir(tmp_path):
     work = tmp_path / "s"
+    work.mkdir()                  # a work_dir must exist, as in 2.6.0
     sched = Scheduler()
     cwd = os.getcwd()
 
