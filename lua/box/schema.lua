@@ -85,8 +85,31 @@ function schema.func.exists(name) return native.func_exists(name) end
 
 schema.upgrade = nothing
 
+-- box.once(key, fn, ...): fn runs once in the life of the replica set, marked by
+-- the row {'once' .. key} in _schema, which replicates and survives restarts. The
+-- mark is written before fn runs, so a failing fn is not run again. A read-only
+-- instance waits until it is writable (box.ctl.wait_rw), then looks again: another
+-- member may have done it meanwhile.
+local function once(key, fn, ...)
+    if type(key) ~= 'string' or type(fn) ~= 'function' then
+        box.error(box.error.ILLEGAL_PARAMS, 'Usage: box.once(key, func, ...)')
+    end
+    local mark = 'once' .. key
+    local _schema = box.space._schema
+    if _schema:get{mark} ~= nil then
+        return
+    end
+    box.ctl.wait_rw()
+    if _schema:get{mark} ~= nil then
+        return
+    end
+    _schema:put{mark}
+    return fn(...)
+end
+
 local function install()
     rawset(box, 'schema', schema)
+    rawset(box, 'once', once)
 end
 
 return {install = install}

@@ -85,7 +85,7 @@ box.cfg = configure
 
 local not_yet = {info = true, space = true, index = true, session = true,
                  snapshot = true, schema = true, begin = true, commit = true,
-                 rollback = true, atomic = true, slab = true, stat = true}
+                 rollback = true, atomic = true, slab = true, stat = true, once = true}
 setmetatable(box, {__index = function(_, key)
     if not_yet[key] and not native.configured() then
         error('Please call box.cfg{} first', 2)
