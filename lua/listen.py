@@ -92,9 +92,6 @@ class IprotoService:
 
     def on_first_configure(self, values: dict) -> None:
         self.started = True
-        box_table = self.instance.runtime.globals[b"box"]
-        if box_table is not None:
-            self.sessions.install(box_table)
         # the value box.cfg settled on (a failed first box.cfg may have left
         # another one in self.uri)
         listen = values.get("listen")
@@ -179,4 +176,5 @@ def install(instance) -> IprotoService:
     instance.box.appliers.setdefault("net_msg_max", service.apply_net_msg_max)
     instance.box.on_first_configure.append(service.on_first_configure)
     instance.box.on_first_configure_failed.append(service.on_first_configure_failed)
+    service.sessions.install(instance.runtime.globals[b"box"])   # before box.cfg, as 2.6.0
     return service

@@ -75,6 +75,9 @@ class BoxStorage:
         self._installers = [api.lua[b"install"] for api in
                             (self.spaces, self.txn, self.schema, self.info, self.ctl,
                              self.spark)]
+        # what 2.6.0 has before box.cfg: box.index (iterator types), box.ctl
+        self.spaces.lua[b"install_early"]()
+        self.ctl.lua[b"install"]()
 
     def _new_box(self) -> None:
         self.box = Box(self.sched)

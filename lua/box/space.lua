@@ -603,6 +603,11 @@ local function install()
     rawset(box, 'index', iterators)
 end
 
+-- box.index is there before box.cfg too, as in 2.6.0
+local function install_early()
+    rawset(box, 'index', iterators)
+end
+
 -- A tuple of space `id` as Lua code outside this module hands it out.
 local function bless_for(id, t)
     return bless(t, tuple_mts[id])
@@ -613,6 +618,7 @@ return {
     txn_hint = txn_hint,
     bless_for = bless_for,
     install = install,
+    install_early = install_early,
     run_on_replace = run_on_replace,
     run_before_replace = run_before_replace,
     trigger_reset = trigger_reset,

@@ -83,9 +83,12 @@ end
 
 box.cfg = configure
 
-local not_yet = {info = true, space = true, index = true, session = true,
-                 snapshot = true, schema = true, begin = true, commit = true,
-                 rollback = true, atomic = true, slab = true, stat = true, once = true}
+-- What 2.6.0 refuses before box.cfg (box.ctl, box.session, box.index, box.error,
+-- box.tuple are there from the start).
+local not_yet = {info = true, space = true, snapshot = true, schema = true,
+                 begin = true, commit = true, rollback = true, atomic = true,
+                 slab = true, stat = true, once = true, backup = true, func = true,
+                 sequence = true, feedback = true}
 setmetatable(box, {__index = function(_, key)
     if not_yet[key] and not native.configured() then
         error('Please call box.cfg{} first', 2)
