@@ -304,7 +304,7 @@ class Box:
         for replica in list(self.replicaset.hash.values()) + list(self.replicaset.anon):
             if replica.applier is not None:
                 try:
-                    replica.applier.stop()
+                    replica.applier.applier_stop()
                 except Exception as exc:   # noqa: BLE001 - stopping the rest matters more
                     log.error("stopping applier %s: %s", replica.applier, exc)
         if self.checkpointer is not None:

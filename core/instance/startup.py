@@ -89,16 +89,16 @@ def bootstrap_from_master(box: Box, master, memtx_dir: str) -> VClock:
     without the WAL, then the initial checkpoint makes them durable."""
     applier = master.applier
     anon = bool(box.cfg.get("replication_anon"))
-    applier.resume_to_state(ApplierState.READY, TIMEOUT_INFINITY)
+    applier.applier_resume_to_state(ApplierState.READY, TIMEOUT_INFINITY)
     log.info("bootstrapping replica from %s at %s", master.uuid, applier.peer_address)
     box.replicaset.vclock = VClock()
-    applier.resume_to_state(
+    applier.applier_resume_to_state(
         ApplierState.FETCH_SNAPSHOT if anon else ApplierState.INITIAL_JOIN, TIMEOUT_INFINITY)
-    applier.resume_to_state(
+    applier.applier_resume_to_state(
         ApplierState.FETCHED_SNAPSHOT if anon else ApplierState.FINAL_JOIN, TIMEOUT_INFINITY)
     if not anon:
-        applier.resume_to_state(ApplierState.JOINED, TIMEOUT_INFINITY)
-    applier.resume_to_state(ApplierState.READY, TIMEOUT_INFINITY)
+        applier.applier_resume_to_state(ApplierState.JOINED, TIMEOUT_INFINITY)
+    applier.applier_resume_to_state(ApplierState.READY, TIMEOUT_INFINITY)
     vclock = box.replicaset.vclock.copy()
     write_snapshot(memtx_dir, box.instance_uuid, vclock, box.read_view(), sched=box.sched)
     return vclock
@@ -126,8 +126,8 @@ def box_set_replication_anon(box: Box, anon: bool) -> None:
     if master is None or master.applier is None \
             or master.applier.state != ApplierState.CONNECTED:
         raise ClientError(ErrorCode.ER_CANNOT_REGISTER)
-    master.applier.resume_to_state(ApplierState.REGISTERED, TIMEOUT_INFINITY)
-    master.applier.resume_to_state(ApplierState.READY, TIMEOUT_INFINITY)
+    master.applier.applier_resume_to_state(ApplierState.REGISTERED, TIMEOUT_INFINITY)
+    master.applier.applier_resume_to_state(ApplierState.READY, TIMEOUT_INFINITY)
     replicaset_follow(box.replicaset)
     replicaset_sync(box.replicaset)
 

@@ -7,11 +7,13 @@ row stream, forever. Once subscribed, a writer fiber `applierw/<peer>` sends ACK
 (after each batch is written to the WAL, and in answer to every heartbeat) and
 moves `sync` to `follow` (applier_check_sync).
 
-Every state change goes through `set_state` (applier_set_state), which runs the
-`on_state` triggers with the applier. A trigger may `pause()` the applier: it then
-parks at that state until `resume()`. That is how replicaset_connect holds the
-appliers at `connected` and bootstrap_from_master steps the leader's one through
-JOIN with `resume_to_state`.
+Every state change goes through `applier_set_state`, which runs the `on_state`
+triggers with the applier. A trigger may `applier_pause()` the applier: it then
+parks at that state until `applier_resume()`. That is how replicaset_connect holds
+the appliers at `connected` and bootstrap_from_master steps the leader's one through
+JOIN with `applier_resume_to_state`. (The methods carry 2.6.0's function names so
+that the seeds' walk-throughs can be followed here; `restart()` has no 2.6.0
+counterpart.)
 
 Errors follow iproto.md §9 (`off` on connection to self; `loading` and reconnect on
 the retryable codes; `disconnected` and reconnect on socket errors and timeouts;
@@ -115,7 +117,7 @@ class Applier:
 
     # ------------------------------------------------------------ lifecycle
 
-    def start(self) -> None:
+    def applier_start(self) -> None:
         """applier_start: the reader fiber, run at the caller's next yield."""
         if self.reader is not None and self.reader.status != "dead":
             return
@@ -124,7 +126,7 @@ class Applier:
                                        start=False)
         self.reader.set_joinable(True)
 
-    def stop(self) -> None:
+    def applier_stop(self) -> None:
         """applier_stop: cancel the fibers, wait for them, state `off`."""
         fiber, self.reader = self.reader, None
         current = self.sched.current
@@ -137,14 +139,14 @@ class Applier:
             self._stop_writer()
             self._close_connection()
         if self.state != S.OFF:
-            self.set_state(S.OFF)
+            self.applier_set_state(S.OFF)
 
     def restart(self) -> None:
         """Start a stopped applier again (box.cfg.replication untouched). A running
         one drops its connection, or its wait between attempts, and reconnects now."""
         if self.reader is None or self.reader.status == "dead":
             self.diag = None
-            self.start()
+            self.applier_start()
             return
         self._restarting = True
         if self._conn is not None:
@@ -152,18 +154,18 @@ class Applier:
         elif self.state in (S.DISCONNECTED, S.LOADING):
             self.sched.wakeup(self.reader)
 
-    def pause(self) -> None:
-        """applier_pause: park the applier at its current state until resume().
+    def applier_pause(self) -> None:
+        """applier_pause: park the applier at its current state until applier_resume().
         Called by an on_state trigger, it parks once all triggers have run."""
         self._paused = True
         if self.sched.current is self.reader and not self._in_triggers:
             self._park()
 
-    def resume(self) -> None:
+    def applier_resume(self) -> None:
         self._paused = False
         self._resume_cond.broadcast()
 
-    def resume_to_state(self, state: ApplierState, timeout: float | None = None) -> None:
+    def applier_resume_to_state(self, state: ApplierState, timeout: float | None = None) -> None:
         """applier_resume_to_state: resume, wait until the applier reaches `state`
         and leave it paused there. Raises the applier's error if it ends in `off`
         or `stopped` instead, TimedOut after `timeout` seconds."""
@@ -175,11 +177,11 @@ class Applier:
                 return
             reached.append(applier.state)
             wakeup.signal()
-            applier.pause()
+            applier.applier_pause()
 
         self.on_state.add(applier_on_state_f)
         try:
-            self.resume()
+            self.applier_resume()
             deadline = None if timeout is None else self.sched.clock() + timeout
             while not reached and self.reader is not None and self.reader.status != "dead":
                 remaining = None if deadline is None else deadline - self.sched.clock()
@@ -191,7 +193,7 @@ class Applier:
         if not reached or reached[-1] != state:
             raise self.diag or ClientError(ErrorCode.ER_NO_CONNECTION)
 
-    def set_state(self, state: ApplierState) -> None:
+    def applier_set_state(self, state: ApplierState) -> None:
         """applier_set_state: the one place a state changes."""
         self.state = state
         log.verbose("=> %s", state.name)
@@ -320,7 +322,7 @@ class Applier:
         so an applier paused in `state` holds no connection."""
         self._stop_writer()
         self._close_connection()
-        self.set_state(state)
+        self.applier_set_state(state)
 
     def _close_connection(self) -> None:
         conn, self._conn = self._conn, None
@@ -333,7 +335,7 @@ class Applier:
         """applier_connect: TCP, greeting, VOTE, connection-to-self check, AUTH."""
         if self._conn is not None:
             return
-        self.set_state(S.CONNECT)
+        self.applier_set_state(S.CONNECT)
         timeout = self._disconnect_timeout()
         self._conn = conn = Connection(connect_uri(self.sched, self.uri, timeout))
         try:
@@ -358,11 +360,11 @@ class Applier:
                 error = reply_error(reply, "VOTE")
                 if error.code != ErrorCode.ER_UNKNOWN_REQUEST_TYPE:
                     raise error
-        self.set_state(S.CONNECTED)
+        self.applier_set_state(S.CONNECTED)
         if self.uuid == self.box.instance_uuid:
             raise ClientError(ErrorCode.ER_CONNECTION_TO_SELF)
         if self.uri.user:
-            self.set_state(S.AUTH)
+            self.applier_set_state(S.AUTH)
             conn.write(encode_auth_request(self.uri.user, self.uri.password or "",
                                            greeting.salt), timeout)
             reply = conn.read_row(timeout)
@@ -370,7 +372,7 @@ class Applier:
             if reply.type != IprotoType.OK:
                 raise reply_error(reply, "AUTH")
             log.info("authenticated")
-        self.set_state(S.READY)
+        self.applier_set_state(S.READY)
 
     # ------------------------------------------------------------ JOIN and friends
 
@@ -382,28 +384,28 @@ class Applier:
         box, conn = self.box, self._conn
         conn.write_row(encode_join(box.instance_uuid), self._timeout())
         box.replicaset.vclock = self._read_vclock_reply("JOIN")
-        self.set_state(S.INITIAL_JOIN)
+        self.applier_set_state(S.INITIAL_JOIN)
         snapshot = self._read_snapshot_rows()
         log.info("initial data received")
-        self.set_state(S.FINAL_JOIN)
+        self.applier_set_state(S.FINAL_JOIN)
         final = self._read_wal_rows(len(snapshot), box.replicaset.vclock)
         snapshot.apply(box)
         for tx in final:
             applier_apply_tx(box, tx)
         log.info("final data received")
-        self.set_state(S.JOINED)
-        self.set_state(S.READY)
+        self.applier_set_state(S.JOINED)
+        self.applier_set_state(S.READY)
 
     def applier_fetch_snapshot(self) -> None:
         """applier_fetch_snapshot: JOIN for an anonymous replica (no final stage,
         no id)."""
         self._conn.write_row(encode_fetch_snapshot(), self._timeout())
         self.box.replicaset.vclock = self._read_vclock_reply("FETCH_SNAPSHOT")
-        self.set_state(S.FETCH_SNAPSHOT)
+        self.applier_set_state(S.FETCH_SNAPSHOT)
         snapshot = self._read_snapshot_rows()
         snapshot.apply(self.box)
-        self.set_state(S.FETCHED_SNAPSHOT)
-        self.set_state(S.READY)
+        self.applier_set_state(S.FETCHED_SNAPSHOT)
+        self.applier_set_state(S.READY)
 
     def applier_register(self) -> None:
         """applier_register: an anonymous replica asks for an id; the master's WAL
@@ -411,13 +413,13 @@ class Applier:
         box = self.box
         self._conn.write_row(encode_register(box.instance_uuid, box.replicaset.vclock.copy()),
                              self._timeout())
-        self.set_state(S.REGISTER)
+        self.applier_set_state(S.REGISTER)
         for tx in self._read_wal_rows(0, box.replicaset.vclock):
             applier_apply_tx(box, tx)
         if box.wal is not None:
             box.wal.sync()      # SUBSCRIBE then asks for what follows the registration
-        self.set_state(S.REGISTERED)
-        self.set_state(S.READY)
+        self.applier_set_state(S.REGISTERED)
+        self.applier_set_state(S.READY)
 
     def _read_vclock_reply(self, what: str) -> VClock:
         reply = self._conn.read_row(self._join_timeout())
@@ -505,7 +507,7 @@ class Applier:
         log.info("subscribed")
         log.info("remote vclock %s local vclock %s", response.vclock, vclock)
         if self.state == S.READY:
-            self.set_state(S.SYNC if self.version_id >= version_id(1, 7, 7) else S.FOLLOW)
+            self.applier_set_state(S.SYNC if self.version_id >= version_id(1, 7, 7) else S.FOLLOW)
         self._last_logged_errcode = 0
         self.lag = TIMEOUT_INFINITY
         self._start_writer()
@@ -611,4 +613,4 @@ class Applier:
             return
         if self.remote_vclock_at_subscribe.compare(self.box.replicaset.vclock,
                                                    ignore0=True) in (-1, 0):
-            self.set_state(S.FOLLOW)
+            self.applier_set_state(S.FOLLOW)

@@ -199,12 +199,12 @@ def replicaset_connect(replicaset: ReplicaSet, appliers: list, connect_quorum: b
         else:
             return
         state.wakeup.signal()
-        applier.pause()
+        applier.applier_pause()
 
     triggers = []
     for applier in appliers:
         triggers.append((applier, applier.on_state.add(applier_on_connect_f)))
-        applier.start()
+        applier.applier_start()
     deadline = replicaset.sched.clock() + timeout
     try:
         while state.connected < count:
@@ -227,17 +227,17 @@ def replicaset_connect(replicaset: ReplicaSet, appliers: list, connect_quorum: b
     except BaseException:
         for applier, trigger in triggers:
             applier.on_state.remove(trigger)
-            applier.stop()
+            applier.applier_stop()
         raise
     for applier, trigger in triggers:
         applier.on_state.remove(trigger)
         if applier.state != ApplierState.CONNECTED:
-            applier.stop()
+            applier.applier_stop()
     try:
         replicaset_update(replicaset, appliers)
     except BaseException:
         for applier in appliers:
-            applier.stop()
+            applier.applier_stop()
         raise
 
 
@@ -267,10 +267,10 @@ def replicaset_update(replicaset: ReplicaSet, appliers: list) -> None:
         if replica.applier is not None:
             old = replica.applier
             replica_clear_applier(replicaset, replica)
-            old.stop()
+            old.applier_stop()
             replicaset.forget_if_unused(replica)
     for replica in replicaset.anon:
-        replica.applier.stop()
+        replica.applier.applier_stop()
     counters = replicaset.applier
     counters.total = len(appliers)
     counters.connected = counters.loading = counters.synced = 0
@@ -342,7 +342,7 @@ def replica_on_applier_connect(replicaset: ReplicaSet, replica: Replica) -> None
             replica_clear_applier(replicaset, replica)
             applier.diag = ClientError(ErrorCode.ER_CFG, "replication",
                                        "duplicate connection to the same replica")
-            replicaset.sched.spawn(applier.stop, name="applier.stop")
+            replicaset.sched.spawn(applier.applier_stop, name="applier.stop")
             return
         replica_clear_applier(replicaset, replica)
         replica_set_applier(replicaset, existing, applier)
@@ -435,9 +435,9 @@ def replicaset_follow(replicaset: ReplicaSet) -> None:
     """Resume the paused appliers; start again those that never connected."""
     for replica in list(replicaset.hash.values()):
         if replica.applier is not None:
-            replica.applier.resume()
+            replica.applier.applier_resume()
     for replica in list(replicaset.anon):
-        replica.applier.start()
+        replica.applier.applier_start()
 
 
 def replicaset_sync(replicaset: ReplicaSet) -> None:

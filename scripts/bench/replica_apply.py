@@ -94,12 +94,12 @@ def replicate(tmp: Path, rows: int, per_txn: int, profile: bool,
         try:
             box, applier = joined_replica(sched, tmp, master)
             profiler = profiled(profile)
-            applier.resume()
+            applier.applier_resume()
             while box.vclock.get(1) < last_lsn:
                 sched.sleep(0.01)       # (idle: adds no CPU time to what is measured)
             measured["cpu"] = time.process_time() - measured["start"]
             report(profiler)
-            applier.stop()
+            applier.applier_stop()
             box.wal.stop()
             master.close()
         finally:

@@ -1,6 +1,6 @@
 """Spindle's applier, in this process, replicating from a real Tarantool 2.6.0 master.
 
-A fresh Box is bootstrapped by stepping the applier with resume_to_state the way
+A fresh Box is bootstrapped by stepping the applier with applier_resume_to_state the way
 bootstrap_from_master does (ready -> initial_join -> final_join -> joined -> ready),
 then it follows with its WAL started: the master's data, vclock and its view of our
 ACKs must match. A synchronous space on the master commits only with our ACK. The
@@ -75,7 +75,7 @@ class Replica:
 
     def close(self) -> None:
         def stop():
-            self.applier.stop()
+            self.applier.applier_stop()
             if self.box.wal is not None:
                 self.box.wal.stop()
         self.run(stop)
@@ -86,10 +86,10 @@ class Replica:
 
     def bootstrap(self) -> None:
         applier = self.applier
-        applier.start()
-        applier.resume_to_state(S.CONNECTED)
+        applier.applier_start()
+        applier.applier_resume_to_state(S.CONNECTED)
         for state in (S.READY, S.INITIAL_JOIN, S.FINAL_JOIN, S.JOINED, S.READY):
-            applier.resume_to_state(state)
+            applier.applier_resume_to_state(state)
         self.box.wal = WalWriter(self.sched, str(self.workdir), self.box.instance_uuid,
                                  self.box.replicaset.vclock, instance_id=self.box.instance_id)
 
@@ -133,7 +133,7 @@ def test_join_follow_sync_restart_and_master_restart(tmp_path):
 
             def follow():
                 applier = replica.applier
-                applier.resume()
+                applier.applier_resume()
                 replica.wait(lambda: applier.state == S.FOLLOW, "follow")
                 replica.eval(master, "box.space.test:replace{7, 'after join'}"
                                      " box.space.test:delete{2}")
@@ -159,7 +159,7 @@ def test_join_follow_sync_restart_and_master_restart(tmp_path):
             # stop, write on the master meanwhile, restart: it resubscribes and catches up
             def restart():
                 applier = replica.applier
-                applier.stop()
+                applier.applier_stop()
                 replica.eval(master, "box.cfg{replication_synchro_quorum = 1}"
                                      " for i = 2001, 2100 do box.space.test:insert{i} end")
                 applier.restart()
@@ -224,7 +224,7 @@ def test_tarantool_relay_frames_take_the_whole_frame_reader(tmp_path, monkeypatc
         try:
             def follow_writes():
                 replica.bootstrap()
-                replica.applier.resume()
+                replica.applier.applier_resume()
                 replica.wait(lambda: replica.applier.state == S.FOLLOW, "follow")
                 replica.eval(master, """
                     for i = 1, 300 do box.space.test:replace{10000 + i, 'x'} end

@@ -343,4 +343,4 @@ def wal_rows(path) -> list:
 def bootstrap(applier) -> None:
     """bootstrap_from_master's steps (the applier paused at `connected` before)."""
     for state in ("ready", "initial_join", "final_join", "joined", "ready"):
-        applier.resume_to_state(type(applier.state)(state))
+        applier.applier_resume_to_state(type(applier.state)(state))

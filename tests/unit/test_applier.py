@@ -71,23 +71,23 @@ def test_join_then_subscribe_replays_the_capture(sched, tmp_path):
     seen_at = {}
 
     def body_():
-        applier.start()
-        applier.resume_to_state(S.CONNECTED)
+        applier.applier_start()
+        applier.applier_resume_to_state(S.CONNECTED)
         assert applier.uuid == MASTER_UUID and applier.ballot.vclock == {1: 13}
-        applier.resume_to_state(S.READY)
-        applier.resume_to_state(S.INITIAL_JOIN)
+        applier.applier_resume_to_state(S.READY)
+        applier.applier_resume_to_state(S.INITIAL_JOIN)
         assert box.replicaset.vclock == {1: 13}
-        applier.resume_to_state(S.FINAL_JOIN)
-        applier.resume_to_state(S.JOINED)
+        applier.applier_resume_to_state(S.FINAL_JOIN)
+        applier.applier_resume_to_state(S.JOINED)
         seen_at["joined"] = (select(box, 512), box.replicaset.vclock.copy(), box.instance_id)
-        applier.resume_to_state(S.READY)
+        applier.applier_resume_to_state(S.READY)
         start_wal(box, tmp_path)
-        applier.resume()
+        applier.applier_resume()
         wait_state(applier, S.FOLLOW)
         master.wait(lambda: box.replicaset.vclock == {1: 23}, what="vclock {1: 23}")
         session = master.sessions[0]
         master.wait(lambda: {1: 23} in session.acks, what="ACK {1: 23}")
-        applier.stop()
+        applier.applier_stop()
         box.wal.stop()
         master.close()
 
@@ -125,8 +125,8 @@ def joined_replica(sched, tmp_path, master):
     WAL started: where Box.start leaves it before replicaset_follow."""
     box = new_box(sched)
     applier = Applier(sched, box, master.uri)
-    applier.start()
-    applier.resume_to_state(S.CONNECTED)
+    applier.applier_start()
+    applier.applier_resume_to_state(S.CONNECTED)
     bootstrap(applier)
     start_wal(box, tmp_path)
     return box, applier
@@ -139,14 +139,14 @@ def test_restart_resubscribes_from_the_written_vclock(sched, tmp_path):
 
     def body_():
         box, applier = joined_replica(sched, tmp_path, master)
-        applier.resume()
+        applier.applier_resume()
         master.wait(lambda: box.replicaset.vclock == {1: 23}, what="vclock {1: 23}")
-        applier.stop()
+        applier.applier_stop()
         assert applier.state == S.OFF and applier.reader is None and applier.writer is None
         applier.on_state.add(lambda a: states.append(a.state))
         applier.restart()
         wait_state(applier, S.FOLLOW)
-        applier.stop()
+        applier.applier_stop()
         box.wal.stop()
         master.close()
         return box
@@ -175,12 +175,12 @@ def test_every_heartbeat_gets_an_ack(sched, tmp_path):
 
     def body_():
         box, applier = joined_replica(sched, tmp_path, master)
-        applier.resume()
+        applier.applier_resume()
         session = master.wait(lambda: master.sessions and master.sessions[-1].subscribes
                               and master.sessions[-1], what="SUBSCRIBE")
         master.wait(lambda: len(session.acks) >= 20, what="20 ACKs")
         sched.sleep(0.1)
-        applier.stop()
+        applier.applier_stop()
         box.wal.stop()
         master.close()
         return session.acks, applier.lag
@@ -202,9 +202,9 @@ def test_multi_row_transaction_is_applied_and_logged_as_one(sched, tmp_path):
         submit = box.submit_replicated
         box.submit_replicated = lambda rows, done: (entries.append([r.lsn for r in rows]),
                                                     submit(rows, done))
-        applier.resume()
+        applier.applier_resume()
         master.wait(lambda: box.replicaset.vclock == {1: 23}, what="vclock {1: 23}")
-        applier.stop()
+        applier.applier_stop()
         box.wal.stop()
         master.close()
 
@@ -220,7 +220,7 @@ def test_connection_to_self_turns_the_applier_off(sched):
     applier.on_state.add(lambda a: states.append(a.state))
 
     def body_():
-        applier.start()
+        applier.applier_start()
         master.wait(lambda: applier.reader.status == "dead", what="the reader to end")
         master.close()
 
@@ -237,26 +237,26 @@ def test_stop_while_paused_and_while_reconnecting(sched):
 
     def body_():
         paused = Applier(sched, box, master.uri)
-        paused.start()
-        paused.resume_to_state(S.CONNECTED)
-        paused.stop()
+        paused.applier_start()
+        paused.applier_resume_to_state(S.CONNECTED)
+        paused.applier_stop()
         assert paused.state == S.OFF and paused.reader is None
         port = master.port
         master.close()
         dead = Applier(sched, box, f"127.0.0.1:{port}")
-        dead.start()
+        dead.applier_start()
         wait_state(dead, S.DISCONNECTED)
         assert "connect" in str(dead.diag) and dead.diag.errno == 111
-        dead.stop()
+        dead.applier_stop()
         assert dead.state == S.OFF
         with_timeout = Applier(sched, box, f"127.0.0.1:{port}")
-        with_timeout.start()
+        with_timeout.applier_start()
         try:
-            with_timeout.resume_to_state(S.READY, timeout=0.3)
+            with_timeout.applier_resume_to_state(S.READY, timeout=0.3)
         except Exception as exc:      # noqa: BLE001
             return type(exc).__name__, with_timeout
         finally:
-            with_timeout.stop()
+            with_timeout.applier_stop()
 
     name, applier = run(sched, body_)
     assert name == "TimedOut"
@@ -275,17 +275,17 @@ def test_anonymous_fetch_snapshot_then_register(sched, tmp_path):
     def body_():
         applier = Applier(sched, box, fetch.uri)
         applier.on_state.add(lambda a: states.append(a.state))
-        applier.start()
-        applier.resume_to_state(S.CONNECTED)
-        applier.resume_to_state(S.READY)
-        applier.resume_to_state(S.FETCH_SNAPSHOT)
-        applier.resume_to_state(S.FETCHED_SNAPSHOT)
-        applier.resume_to_state(S.READY)
+        applier.applier_start()
+        applier.applier_resume_to_state(S.CONNECTED)
+        applier.applier_resume_to_state(S.READY)
+        applier.applier_resume_to_state(S.FETCH_SNAPSHOT)
+        applier.applier_resume_to_state(S.FETCHED_SNAPSHOT)
+        applier.applier_resume_to_state(S.READY)
         assert box.instance_id == 0 and box.replicaset.vclock == {1: 26}
         start_wal(box, tmp_path)
-        applier.resume()
+        applier.applier_resume()
         fetch.wait(lambda: box.replicaset.vclock == {1: 27}, what="vclock {1: 27}")
-        applier.stop()
+        applier.applier_stop()
         states.append("-")
         # replication_anon = false: a new applier registers (the instance is orphan
         # meanwhile, so its SUBSCRIBE has no ID_FILTER)
@@ -293,15 +293,15 @@ def test_anonymous_fetch_snapshot_then_register(sched, tmp_path):
         box.status = "orphan"
         applier = Applier(sched, box, register.uri)
         applier.on_state.add(lambda a: states.append(a.state))
-        applier.start()
-        applier.resume_to_state(S.CONNECTED)
-        applier.resume_to_state(S.REGISTERED)
-        applier.resume_to_state(S.READY)
+        applier.applier_start()
+        applier.applier_resume_to_state(S.CONNECTED)
+        applier.applier_resume_to_state(S.REGISTERED)
+        applier.applier_resume_to_state(S.READY)
         assert box.instance_id == 3
-        applier.resume()
+        applier.applier_resume()
         wait_state(applier, S.FOLLOW)
         register.wait(lambda: box.replicaset.vclock == {1: 28}, what="vclock {1: 28}")
-        applier.stop()
+        applier.applier_stop()
         box.wal.stop()
         fetch.close()
         register.close()

@@ -40,15 +40,15 @@ def put(lsn: int, tup: list, **kwargs) -> bytes:
 def joined(sched, tmp_path, master):
     box = new_box(sched)
     applier = Applier(sched, box, master.uri)
-    applier.start()
-    applier.resume_to_state(S.CONNECTED)
+    applier.applier_start()
+    applier.applier_resume_to_state(S.CONNECTED)
     bootstrap(applier)
     start_wal(box, tmp_path)
     return box, applier
 
 
 def finish(box, applier, master):
-    applier.stop()
+    applier.applier_stop()
     box.wal.stop()
     master.close()
 
@@ -71,7 +71,7 @@ def test_odd_values_are_applied_and_logged_as_they_came(sched, tmp_path):
 
     def body_():
         box, applier = joined(sched, tmp_path, master)
-        applier.resume()
+        applier.applier_resume()
         master.wait(lambda: box.replicaset.vclock.get(1) == last, what="every row")
         wait_state(applier, S.FOLLOW)
         rows = select(box, 512)
@@ -115,7 +115,7 @@ def test_a_value_no_index_can_order_reconnects_and_applies_nothing_of_its_transa
         space = box.engine.space(512)
         space.create_index(IndexDef(1, "n", parts=[KeyPart(2, "number", is_nullable=True)],
                                     unique=False))
-        applier.resume()
+        applier.applier_resume()
         wait_state(applier, S.DISCONNECTED)
         diag = applier.diag
         rows_then = select(box, 512)

@@ -33,8 +33,8 @@ FULL_512 = [[1, "a1"], [3, "c"], [10, "x"], [11, "y"]]
 def joined(sched, tmp_path, master, io=None, **cfg):
     box = new_box(sched, **cfg)
     applier = Applier(sched, box, master.uri)
-    applier.start()
-    applier.resume_to_state(S.CONNECTED)
+    applier.applier_start()
+    applier.applier_resume_to_state(S.CONNECTED)
     bootstrap(applier)
     start_wal(box, tmp_path, io)
     return box, applier
@@ -53,7 +53,7 @@ def record_states(applier, box=None, at=None):
 
 
 def finish(box, applier, *masters):
-    applier.stop()
+    applier.applier_stop()
     if box.wal is not None:
         box.wal.stop()
     for master in masters:
@@ -118,7 +118,7 @@ def test_broken_stream_reconnects_and_resubscribes_without_partial_data(sched, t
     def body_():
         box, applier = joined(sched, tmp_path, master)
         seen = record_states(applier, box, at=S.DISCONNECTED)
-        applier.resume()
+        applier.applier_resume()
         wait_state(applier, S.DISCONNECTED)
         diag = applier.diag
         master.wait(lambda: box.replicaset.vclock == {1: 23}, what="vclock {1: 23}")
@@ -165,7 +165,7 @@ def test_silent_master_is_dropped_after_four_timeouts(sched, tmp_path, monkeypat
 
     def body_():
         box, applier = joined(sched, tmp_path, master)
-        applier.resume()
+        applier.applier_resume()
         wait_state(applier, S.SYNC)
         wait_state(applier, S.DISCONNECTED)
         diag = applier.diag
@@ -222,7 +222,7 @@ def test_error_replies_map_to_the_states_of_2_6_0(sched, rtype, error, state):
     seen = record_states(applier)
 
     def body_():
-        applier.start()
+        applier.applier_start()
         master.wait(lambda: state in seen["states"], what=str(state))
         diag = applier.diag
         if state == S.STOPPED:
@@ -247,7 +247,7 @@ def test_vote_refused_by_an_old_master_is_tolerated(sched):
     applier = Applier(sched, box, master.uri)
 
     def body_():
-        applier.start()
+        applier.applier_start()
         wait_state(applier, S.FOLLOW)
         finish(box, applier, master)
 
@@ -265,7 +265,7 @@ def test_replicaset_uuid_mismatch_stops(sched, tmp_path):
 
     def body_():
         box, applier = joined(sched, tmp_path, master)
-        applier.resume()
+        applier.applier_resume()
         master.wait(lambda: applier.reader.status == "dead", what="the reader to end")
         state, diag = applier.state, applier.diag
         finish(box, applier, master)
@@ -291,7 +291,7 @@ def test_duplicate_key_stops_unless_replication_skip_conflict(sched, tmp_path, s
 
     def body_():
         box, applier = joined(sched, tmp_path, master, replication_skip_conflict=skip)
-        applier.resume()
+        applier.applier_resume()
         if skip:
             master.wait(lambda: box.replicaset.vclock == {1: 16}, what="vclock {1: 16}")
         else:
@@ -331,7 +331,7 @@ def test_failed_wal_write_rolls_back_and_resubscribes(sched, tmp_path):
         box, applier = joined(sched, tmp_path, master, io=io)
         seen = record_states(applier, box, at=S.DISCONNECTED)
         io.fail = True
-        applier.resume()
+        applier.applier_resume()
         wait_state(applier, S.DISCONNECTED)
         shared, diag = box.replicaset.applier.diag, applier.diag
         io.fail = False
@@ -372,8 +372,8 @@ def test_join_broken_half_way_is_retried_from_a_clean_engine(sched):
     seen = record_states(applier)
 
     def body_():
-        applier.start()
-        applier.resume_to_state(S.CONNECTED)
+        applier.applier_start()
+        applier.applier_resume_to_state(S.CONNECTED)
         bootstrap(applier)
         finish(box, applier, master)
 
@@ -432,7 +432,7 @@ def test_nop_rows_are_logged_and_move_the_vclock(sched, tmp_path):
 
     def body_():
         box, applier = joined(sched, tmp_path, master)
-        applier.resume()
+        applier.applier_resume()
         master.wait(lambda: box.replicaset.vclock == {1: 16}, what="vclock {1: 16}")
         finish(box, applier, master)
 
@@ -461,7 +461,7 @@ def test_rows_of_replica_triggers(sched, tmp_path, target):
         audit.create_index(IndexDef(0, "pk"))
         box.engine.space(512).on_replace.add(
             lambda old, new, *_: audit.replace([new[0]]) if new else None)
-        applier.resume()
+        applier.applier_resume()
         if target == "local":
             master.wait(lambda: box.replicaset.vclock == {0: 1, 1: 15}, what="the rows")
         else:

@@ -32,7 +32,7 @@ class FakeBox:
 
 
 class ScriptedApplier:
-    """Goes through `script` (state, delay) when started; pause() holds it."""
+    """Goes through `script` (state, delay) when started; applier_pause() holds it."""
 
     def __init__(self, sched, uuid, script, ballot=None):
         self.sched = sched
@@ -45,11 +45,11 @@ class ScriptedApplier:
         self.started = self.stopped = self.resumed = 0
         self.fiber = None
 
-    def set_state(self, state):
+    def applier_set_state(self, state):
         self.state = state
         self.on_state.run(self)
 
-    def start(self):
+    def applier_start(self):
         self.started += 1
         self.fiber = self.sched.spawn(self._run, name="applier")
 
@@ -59,18 +59,18 @@ class ScriptedApplier:
                 self.sched.sleep(delay)
             if self.state == ApplierState.OFF and self.stopped:
                 return
-            self.set_state(state)
+            self.applier_set_state(state)
             if self.paused:
                 return
 
-    def pause(self):
+    def applier_pause(self):
         self.paused = True
 
-    def resume(self):
+    def applier_resume(self):
         self.paused = False
         self.resumed += 1
 
-    def stop(self):
+    def applier_stop(self):
         self.stopped += 1
         self.state = ApplierState.OFF
 
@@ -178,8 +178,8 @@ def test_sync_leaves_orphan_when_quorum_follows(sched, run):
 
     def catch_up(applier, delay):
         sched.sleep(delay)
-        applier.set_state(ApplierState.SYNC)
-        applier.set_state(ApplierState.FOLLOW)
+        applier.applier_set_state(ApplierState.SYNC)
+        applier.applier_set_state(ApplierState.FOLLOW)
 
     def scenario():
         replicaset_connect(rs, appliers, True)
@@ -200,10 +200,10 @@ def test_sync_timeout_stays_orphan_and_leaves_later(sched, run):
     def scenario():
         replicaset_connect(rs, [applier], True)
         replicaset_follow(rs)
-        applier.set_state(ApplierState.SYNC)
+        applier.applier_set_state(ApplierState.SYNC)
         replicaset_sync(rs)
         assert box.orphan is True
-        applier.set_state(ApplierState.FOLLOW)     # catches up later
+        applier.applier_set_state(ApplierState.FOLLOW)     # catches up later
         assert box.orphan is False
     run(scenario)
 
@@ -214,12 +214,12 @@ def test_disconnect_and_reconnect_keep_counters_right(sched, run):
 
     def scenario():
         replicaset_connect(rs, [applier], True)
-        applier.set_state(ApplierState.FOLLOW)
+        applier.applier_set_state(ApplierState.FOLLOW)
         assert (rs.applier.connected, rs.applier.synced) == (1, 1)
-        applier.set_state(ApplierState.DISCONNECTED)
+        applier.applier_set_state(ApplierState.DISCONNECTED)
         assert (rs.applier.connected, rs.applier.synced) == (0, 0)
-        applier.set_state(ApplierState.LOADING)
+        applier.applier_set_state(ApplierState.LOADING)
         assert rs.applier.loading == 1
-        applier.set_state(ApplierState.CONNECTED)
+        applier.applier_set_state(ApplierState.CONNECTED)
         assert (rs.applier.connected, rs.applier.loading) == (1, 0)
     run(scenario)
