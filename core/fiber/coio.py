@@ -7,6 +7,7 @@ socket stays usable. Name resolution and other blocking work go to a thread thro
 from __future__ import annotations
 
 import errno
+import ipaddress
 import os
 import selectors
 import socket
@@ -14,6 +15,7 @@ import stat
 import threading
 from typing import Any, Callable
 
+from spindle.core import log
 from spindle.core.iproto.errors import BoxError, TimedOut
 
 _READ, _WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
@@ -116,31 +118,68 @@ class CoSocket:
         self.sock.close()
 
 
-def connect(sched, host: str, port: int, timeout: float | None = None) -> CoSocket:
-    """Open a TCP connection without blocking the loop (names resolved in a thread)."""
+def connect(sched, host: str, port: int | str, timeout: float | None = None) -> CoSocket:
+    """coio_connect: the one way a client connection is opened (the applier's to its
+    master, and any other). `host` "unix/" (a URI's `unix/:path`) means `port` is
+    the path of a unix socket; a literal IP address is used as it is; a name is
+    resolved in a thread (getaddrinfo blocks) and its addresses tried in turn.
+    `timeout` covers resolution and connect together (TimedOut when it runs out).
+
+    A refusal is a SocketError worded as 2.6.0's ("connect, called on fd N, aka
+    ADDR") with the errno set, which box.info's upstream system_message shows;
+    an unknown name is one saying "getaddrinfo: <reason>"."""
     deadline = None if timeout is None else sched.clock() + timeout
-    infos = run_in_thread(sched, socket.getaddrinfo, host, port, 0, socket.SOCK_STREAM,
-                          timeout=timeout)
-    last_error: Exception | None = None
-    for family, kind, proto, _, address in infos:
-        sock = socket.socket(family, kind, proto)
+    targets: list[tuple[int, Any]]
+    if host == "unix/":
+        targets = [(socket.AF_UNIX, port)]
+    else:
+        try:
+            ip = ipaddress.ip_address(host)
+            targets = [(socket.AF_INET6 if ip.version == 6 else socket.AF_INET, (host, port))]
+        except ValueError:
+            try:
+                infos = run_in_thread(sched, socket.getaddrinfo, host, port, 0,
+                                      socket.SOCK_STREAM, timeout=timeout)
+            except socket.gaierror as exc:
+                raise SocketError(f"getaddrinfo: {exc.strerror}") from None
+            targets = [(info[0], info[4]) for info in infos]
+    error: SocketError | None = None
+    for family, address in targets:
+        sock = socket.socket(family, socket.SOCK_STREAM)
         co = CoSocket(sched, sock)
         try:
             err = sock.connect_ex(address)
-            if err in (errno.EINPROGRESS, errno.EWOULDBLOCK):
-                co._wait(_WRITE, deadline)
+            if err in (errno.EINPROGRESS, errno.EAGAIN, errno.EWOULDBLOCK):
+                remaining = None if deadline is None else max(deadline - sched.clock(), 0)
+                if not sched.wait_io(sock, _WRITE, remaining):
+                    sched.current.testcancel()
+                    raise TimedOut()
+                sched.current.testcancel()
                 err = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
             if err:
-                raise SocketError(f"connect to {host}:{port}: {errno.errorcode.get(err, err)}")
-            if family in (socket.AF_INET, socket.AF_INET6):
+                try:
+                    local = address_text(sock.getsockname())
+                except OSError:
+                    local = "unknown"
+                error = SocketError(f"connect, called on fd {sock.fileno()}, aka {local}")
+                error.errno = err
+                log.verbose("connect to %s: %s", address, os.strerror(err))
+                co.close()
+                continue
+            if family != socket.AF_UNIX:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             return co
-        except BaseException as exc:
-            sock.close()
-            if not isinstance(exc, SocketError):
-                raise
-            last_error = exc
-    raise last_error or SocketError(f"cannot resolve {host}")
+        except BaseException:
+            co.close()
+            raise
+    raise error or SocketError(f"cannot resolve {host}")
+
+
+def address_text(address: Any) -> str:
+    """A socket address as 2.6.0 prints it: `host:port` or `unix/:path`."""
+    if isinstance(address, tuple):
+        return f"{address[0]}:{address[1]}"
+    return f"unix/:{address}" if address else "unix/:"
 
 
 def listen(sched, host: str, port: int, backlog: int = 1024) -> CoSocket:

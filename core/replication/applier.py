@@ -33,7 +33,7 @@ import traceback
 
 from spindle.core import log
 from spindle.core.fiber import Cond, TriggerList
-from spindle.core.fiber.coio import SocketError
+from spindle.core.fiber.coio import SocketError, connect
 from spindle.core.iproto.auth import encode_auth_request
 from spindle.core.iproto.constants import (
     IprotoType, is_dml, is_error_type, is_synchro, version_id,
@@ -55,7 +55,7 @@ from .apply import ReplicatedTx, SnapshotRows, StreamError, applier_apply_tx
 from .instance_api import ReplicationInstanceApi
 from .replica import ApplierState
 from .streams import (
-    BusyYield, Connection, TxAssembler, connect_uri, decoded, describe_error, reply_error,
+    BusyYield, Connection, TxAssembler, decoded, describe_error, reply_error,
 )
 from .uri import parse_uri
 
@@ -337,7 +337,7 @@ class Applier:
             return
         self.applier_set_state(S.CONNECT)
         timeout = self._disconnect_timeout()
-        self._conn = conn = Connection(connect_uri(self.sched, self.uri, timeout))
+        self._conn = conn = Connection(connect(self.sched, self.uri.host, self.uri.port, timeout))
         try:
             greeting = decode_greeting(conn.readn(GREETING_SIZE, timeout))
         except ClientError as exc:

@@ -12,19 +12,15 @@ that never has to wait for input from holding the loop.
 from __future__ import annotations
 
 import collections
-import errno as errno_module
-import ipaddress
 import os
-import selectors
 import socket
 import struct
 from typing import Any
 
-from spindle.core import log
 from spindle.core.iproto.msgpack import ext_hook
-from spindle.core.fiber.coio import CoSocket, SocketError, run_in_thread
+from spindle.core.fiber.coio import CoSocket, SocketError, address_text
 from spindle.core.iproto.constants import is_error_type
-from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode, TimedOut
+from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
 from spindle.core.iproto.replication import decode_error
 from spindle.core.iproto.request import decode_dml_packet, decode_relay_put_frame
 from spindle.core.iproto.xrow import XRow, decode_row
@@ -214,8 +210,8 @@ class Connection:
 
     def _where(self) -> str:
         try:
-            return (f"called on fd {self.sock.fileno()}, aka {_addr(self.sock.name())}, "
-                    f"peer of {_addr(self.sock.peer())}")
+            return (f"called on fd {self.sock.fileno()}, aka {address_text(self.sock.name())}, "
+                    f"peer of {address_text(self.sock.peer())}")
         except OSError:
             return f"called on fd {self.sock.fileno()}"
 
@@ -302,62 +298,6 @@ class Connection:
         if not self.closed:
             self.closed = True
             self.sock.close()
-
-
-def connect_uri(sched, uri, timeout: float | None) -> CoSocket:
-    """coio_connect: TCP (names resolved in a thread) or a unix socket. A refusal is
-    a SocketError with the errno, as box.info's system_message wants it."""
-    deadline = None if timeout is None else sched.clock() + timeout
-    if uri.is_unix:
-        targets = [(socket.AF_UNIX, uri.port)]
-    else:
-        try:
-            ip = ipaddress.ip_address(uri.host)
-            family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
-            targets = [(family, (uri.host, uri.port))]
-        except ValueError:
-            try:
-                infos = run_in_thread(sched, socket.getaddrinfo, uri.host, uri.port, 0,
-                                      socket.SOCK_STREAM, timeout=timeout)
-            except socket.gaierror as exc:
-                raise SocketError(f"getaddrinfo: {exc.strerror}") from None
-            targets = [(info[0], info[4]) for info in infos]
-    error: SocketError | None = None
-    for family, address in targets:
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        co = CoSocket(sched, sock)
-        try:
-            err = sock.connect_ex(address)
-            if err in (errno_module.EINPROGRESS, errno_module.EAGAIN, errno_module.EWOULDBLOCK):
-                remaining = None if deadline is None else max(deadline - sched.clock(), 0)
-                if not sched.wait_io(sock, selectors.EVENT_WRITE, remaining):
-                    sched.current.testcancel()
-                    raise TimedOut()
-                sched.current.testcancel()
-                err = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
-            if err:
-                try:
-                    local = _addr(sock.getsockname())
-                except OSError:
-                    local = "unknown"
-                error = SocketError(f"connect, called on fd {sock.fileno()}, aka {local}")
-                error.errno = err
-                log.verbose("connect to %s: %s", address, os.strerror(err))
-                sock.close()
-                continue
-            if family != socket.AF_UNIX:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            return co
-        except BaseException:
-            sock.close()
-            raise
-    raise error or SocketError(f"cannot resolve {uri.host}")
-
-
-def _addr(address) -> str:
-    if isinstance(address, tuple):
-        return f"{address[0]}:{address[1]}"
-    return f"unix/:{address}" if address else "unix/:"
 
 
 # ---------------------------------------------------------------- replies and errors
