@@ -67,6 +67,7 @@ class IprotoService:
         self.sessions = SessionModule(instance.runtime, box_provider)
         self.executor = LuaBoxExecutor(instance.runtime, box_provider, access_provider)
         self.executor.on_connect = self.sessions.connected
+        self.executor.on_auth = self.sessions.on_auth
         self.executor.on_disconnect_hooks.append(self.sessions.disconnected)
         self.server: IprotoServer | None = None
         self.uri: str | None = None          # box.cfg.listen as applied
@@ -176,5 +177,6 @@ def install(instance) -> IprotoService:
     instance.box.appliers.setdefault("net_msg_max", service.apply_net_msg_max)
     instance.box.on_first_configure.append(service.on_first_configure)
     instance.box.on_first_configure_failed.append(service.on_first_configure_failed)
-    service.sessions.install(instance.runtime.globals[b"box"])   # before box.cfg, as 2.6.0
+    service.sessions.install(instance.runtime.globals[b"box"],   # before box.cfg, as 2.6.0
+                             instance.storage.spaces.trigger_reset)
     return service

@@ -17,6 +17,7 @@ from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.iproto.msgpack import MsgpackRaw, packb
 from spindle.core.net.session import ADMIN, SessionUser, Session, current_session
 
+from .errors import LuaError
 from .runtime import Multi
 
 
@@ -27,7 +28,7 @@ def _plain_error(message: str) -> Exception:
     return exc
 
 _SESSION_LUA = b"""
-local native, session = ...
+local native, session, trigger_reset = ...
 local rawget, rawset, pcall, error, select, unpack = rawget, rawset, pcall, error, select, unpack
 session = session or {}
 local storages = {}
@@ -65,6 +66,30 @@ define('su', function(user, fn, ...)
     return unpack(result, 2, result.n)
 end)
 
+define('effective_user', function() return native.effective_user() end)
+define('fd', function(id) return native.fd(id) end)
+
+-- box.session.on_connect / on_disconnect / on_auth: trigger lists (newest first)
+-- with the trigger API of every box trigger; native.triggers_changed tells
+-- Python which lists are empty (a connection then costs no Lua call).
+local triggers = {connect = {}, disconnect = {}, auth = {}}
+for kind, list in pairs(triggers) do
+    define('on_' .. kind, function(...)
+        return trigger_reset(list, function(l) native.triggers_changed(kind, #l) end, ...)
+    end)
+end
+
+local function run_triggers(kind, ...)
+    local list = triggers[kind]
+    local copy = {}
+    for i = 1, #list do
+        copy[i] = list[i]
+    end
+    for _, fn in ipairs(copy) do
+        fn(...)
+    end
+end
+
 -- box.session.storage: a table per session, dropped when the session ends
 local mt = getmetatable(session)
 if mt == nil then
@@ -85,7 +110,7 @@ if mt.__index == nil then
     end
 end
 
-return session, function(id) storages[id] = nil end
+return session, function(id) storages[id] = nil end, run_triggers
 """
 
 
@@ -98,6 +123,8 @@ class SessionModule:
         self._box_provider = box_provider
         self.live: dict[int, Session] = {}      # connected sessions by id
         self._drop_storage = None
+        self._run_triggers = None
+        self._trigger_counts = {"connect": 0, "disconnect": 0, "auth": 0}
         self.natives = {
             "id": lambda: self.current().id,
             "exists": lambda sid=None: self._find(sid) is not None,
@@ -111,19 +138,47 @@ class SessionModule:
             "su_set": lambda user: self.current().set_user(self._lookup(user)),
             "su_push": lambda user: self.current().push_user(self._lookup(user)),
             "su_pop": lambda: self.current().pop_user(),
+            "effective_user": lambda: self._user_name(self.current().effective_user),
+            "fd": self._fd,
+            "triggers_changed": self._triggers_changed,
         }
 
     # ------------------------------------------------------------- Lua side
 
-    def install(self, box_table) -> None:
-        """Define box.session (or fill in what an existing box.session lacks)."""
+    def install(self, box_table, trigger_reset) -> None:
+        """Define box.session (or fill in what an existing box.session lacks);
+        `trigger_reset` is the trigger API every box trigger list shares."""
         runtime = self.runtime
         rawget = runtime.lua.eval("rawget")
         existing = rawget(box_table, b"session")
         natives = runtime.table({k: runtime.bridge(v) for k, v in self.natives.items()})
         chunk = runtime.load(_SESSION_LUA, "=box.session")
-        session, self._drop_storage = chunk(natives, existing)
+        session, self._drop_storage, self._run_triggers = chunk(natives, existing,
+                                                                trigger_reset)
         runtime.lua.eval("rawset")(box_table, b"session", session)
+
+    def _triggers_changed(self, kind: str, count: int) -> None:
+        self._trigger_counts[kind] = int(count)
+
+    def _run(self, kind: str, session: Session, *args: Any) -> None:
+        """Run the `kind` triggers in the calling fiber, as `session`'s (they may
+        yield; an error propagates: it refuses the connection or the AUTH)."""
+        if self._trigger_counts[kind] and self._run_triggers is not None:
+            fiber = self.sched.current
+            if fiber is not None:
+                session.bind(fiber)
+            try:
+                self.runtime.call(self._run_triggers, kind, *args)
+            except LuaError as exc:
+                if exc.code == ErrorCode.ER_UNKNOWN and type(exc) is LuaError:
+                    exc.code = ErrorCode.ER_PROC_LUA      # error('text'), as 2.6.0 sends it
+                raise
+
+    def _fd(self, sid: Any = None) -> int:
+        session = self._find(sid)
+        if session is None:
+            raise _plain_error("session.fd(): session does not exist")
+        return session.fd
 
     # ------------------------------------------------------------ sessions
 
@@ -138,12 +193,25 @@ class SessionModule:
         return session
 
     def connected(self, session: Session) -> None:
+        """A client connected: box.session.on_connect triggers run before the
+        greeting, as the new session (guest); an error refuses the connection."""
         self.live[session.id] = session
+        self._run("connect", session)
+
+    def on_auth(self, session: Session, user_name: str, ok: bool) -> None:
+        """After an AUTH's check, still as the user before it: on_auth(user, ok);
+        an error fails the AUTH with it."""
+        self._run("auth", session, user_name, ok)
 
     def disconnected(self, session: Session) -> None:
+        """In a fiber of its own once the connection is gone (a refused one too):
+        on_disconnect triggers (their errors are logged), then the storage goes."""
         self.live.pop(session.id, None)
-        if self._drop_storage is not None:
-            self.runtime.invoke(self._drop_storage, session.id)
+        try:
+            self._run("disconnect", session)
+        finally:
+            if self._drop_storage is not None:
+                self.runtime.invoke(self._drop_storage, session.id)
 
     def _find(self, sid: Any) -> Session | None:
         current = self.current()

@@ -120,6 +120,7 @@ class IprotoConnection:
             peer = "unix/:(socket)"          # what 2.6.0 shows for a unix socket peer
         self.session = Session(self.sched, peer,
                                schema_version=server.schema_version, push=self._push)
+        self.session.fd = sock.fileno()
         self.reader = FrameReader(sock, server.readahead, server.max_packet)
         self.fibers: set = set()
         self._out: list[bytes] = []
@@ -161,6 +162,12 @@ class IprotoConnection:
         self._close_gracefully()
 
     def _greet(self) -> bool:
+        """The greeting, then box.session.on_connect (2.6.0's order: a refusing
+        trigger's error follows the greeting as a reply with sync 0, then the
+        connection is closed)."""
+        salt = generate_salt()
+        self.session.salt = salt
+        self.sock.write(encode_greeting(self.server.instance_uuid(), salt))
         on_connect = getattr(self.server.executor, "on_connect", None)
         if on_connect is not None:
             try:
@@ -170,9 +177,6 @@ class IprotoConnection:
             except Exception as exc:   # noqa: BLE001 - refused: tell the client why
                 self.sock.write(encode_error(exc, 0, self.server.schema_version()))
                 return False
-        salt = generate_salt()
-        self.session.salt = salt
-        self.sock.write(encode_greeting(self.server.instance_uuid(), salt))
         self._writer = self.server._spawn(self._writer_main, name="iproto.writer", conn=self)
         return True
 

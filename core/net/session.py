@@ -74,6 +74,7 @@ class Session:
         self.salt = b""                  # the greeting salt AUTH is checked against
         self.storage: dict = {}          # box.session.storage
         self.closed = False
+        self.fd = -1                     # the connection's socket (box.session.fd())
         self._schema_version = schema_version or (lambda: 0)
         self._push = push
         self._su_fallback: list[SessionUser] = []   # used outside any fiber

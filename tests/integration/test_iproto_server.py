@@ -309,7 +309,9 @@ def test_eof_inside_a_packet_cleans_up(srv):
     assert srv.call(lambda: conn.fibers) == set()
 
 
-def test_on_connect_refusal_replaces_the_greeting():
+def test_on_connect_refusal_follows_the_greeting():
+    """2.6.0 greets first; a refusing on_connect's error follows with sync 0
+    (tests/interop/test_session_triggers_oracle.py checks it against 2.6.0)."""
     class Refusing(FakeExecutor):
         def on_connect(self, session):
             raise ClientError(ErrorCode.ER_LOADING)
@@ -320,7 +322,8 @@ def test_on_connect_refusal_replaces_the_greeting():
         while chunk := sock.recv(4096):
             data += chunk
         sock.close()
-        header, body = list(msgpack.Unpacker(__import__("io").BytesIO(data[5:]),
+        assert data.startswith(b"Tarantool 2.6.0 (Binary)") and len(data) > 128
+        header, body = list(msgpack.Unpacker(__import__("io").BytesIO(data[128 + 5:]),
                                              strict_map_key=False, raw=False))
         assert header[0] == 0x8000 | 116 and header[1] == 0
         assert body[0x31] == "Instance bootstrap hasn't finished yet"
