@@ -81,6 +81,21 @@ class AccessDeniedError(ClientError):
         self.access_type = access_type
         self.object_type = object_type
         self.object_name = object_name
+        # 2.6.0 sends these in the error's MP_ERROR FIELDS, in this order; a 2.6
+        # net.box refuses an AccessDeniedError entry without all three.
+        self.fields = {"object_type": object_type, "object_name": str(object_name),
+                       "access_type": access_type}
+
+
+# Where 2.6.0 raises each access error (its IPROTO FILE/LINE, Lua's `trace`).
+_SESSION_C = "./src/box/session.cc"
+_SPACE_C = "./src/box/space.c"
+_SEQUENCE_C = "./src/box/sequence.c"
+_ALTER_CC = "./src/box/alter.cc"
+# priv_def_check(), one diag_set per object type
+_GRANT_LINE = {"universe": 3897, "space": 3912, "function": 3929, "sequence": 3946,
+               "role": 3970, "user": 3992}
+_GRANT_ENTITY_LINE = 4008
 
 
 @dataclass
@@ -240,7 +255,8 @@ class Access:
     def check_session(self, user_id: int) -> None:
         """access_check_session(): the `session` bit on universe, for AUTH/connect."""
         if not self.effective(user_id).universal & Priv.S:
-            raise AccessDeniedError("Session", "universe", "", self.user_name(user_id))
+            raise AccessDeniedError("Session", "universe", "", self.user_name(user_id)).located(
+                _SESSION_C, 307)
 
     def check_universe(self, user_id: int, access: int, object_type: str = "universe",
                        object_name: str = "") -> None:
@@ -251,7 +267,7 @@ class Access:
         denied = access & ~self.effective(user_id).universal
         if denied:
             raise AccessDeniedError(priv_name(denied), object_type, object_name,
-                                    self.user_name(user_id))
+                                    self.user_name(user_id)).located(_SESSION_C, 332)
 
     def check_space(self, user_id: int, space: Any, access: int) -> None:
         """access_check_space() for DML and reads of `space` (a Space or its id)."""
@@ -266,8 +282,9 @@ class Access:
                                        need & ~ua.on("space", space.id))):
             name = self.user_name(user_id)
             if not ua.universal & Priv.U:
-                raise AccessDeniedError("Usage", "universe", "", name)
-            raise AccessDeniedError(priv_name(access), "space", space.name, name)
+                raise AccessDeniedError("Usage", "universe", "", name).located(_SPACE_C, 86)
+            raise AccessDeniedError(priv_name(access), "space", space.name, name).located(
+                _SPACE_C, 91)
 
     def check_function(self, user_id: int, func: Any) -> None:
         """func_access_check(): execute (+ usage) on the function; always says Execute."""
@@ -283,7 +300,8 @@ class Access:
         access = (Priv.X | Priv.U) & ~ua.entity.get("function", 0)
         need = access & ~ua.universal
         if need & Priv.U or (func.owner != user_id and need & ~ua.on("function", func.id)):
-            raise AccessDeniedError("Execute", "function", func.name, self.user_name(user_id))
+            raise AccessDeniedError("Execute", "function", func.name,
+                                    self.user_name(user_id)).located("./src/box/func.c", 629)
 
     def check_sequence(self, user_id: int, seq_id: int, access: int = Priv.W) -> None:
         """access_check_sequence(): usage + write on the sequence (or universally)."""
@@ -296,9 +314,11 @@ class Access:
         if need and (need & Priv.U or (owner != user_id and need & ~ua.on("sequence", seq_id))):
             name = self.user_name(user_id)
             if not ua.universal & Priv.U:
-                raise AccessDeniedError("Usage", "universe", "", name)
+                raise AccessDeniedError("Usage", "universe", "", name).located(
+                    _SEQUENCE_C, 287)
             raise AccessDeniedError(priv_name(access), "sequence",
-                                    self.object_name("sequence", seq_id), name)
+                                    self.object_name("sequence", seq_id), name).located(
+                _SEQUENCE_C, 292)
 
     def check_ddl(self, user_id: int, name: str, object_id: Any, owner_id: int | None,
                   object_type: str, priv: int) -> None:
@@ -319,8 +339,9 @@ class Access:
                 return
         user_name = self.user_name(user_id)
         if access & Priv.U:
-            raise AccessDeniedError("Usage", "universe", "", user_name)
-        raise AccessDeniedError(priv_name(access), object_type, name, user_name)
+            raise AccessDeniedError("Usage", "universe", "", user_name).located(_ALTER_CC, 117)
+        raise AccessDeniedError(priv_name(access), object_type, name, user_name).located(
+            _ALTER_CC, 117)
 
     def check_grant(self, user_id: int, row: Any, priv_type: int) -> None:
         """priv_def_check(): may the grantor in a `_priv` row give/take it (checked
@@ -340,7 +361,8 @@ class Access:
         entity = object_id == "" and object_type != "universe"
         if object_type == "universe" or entity:
             if grantor_id != ADMIN:
-                raise AccessDeniedError(word, object_type, name, grantor.name)
+                raise AccessDeniedError(word, object_type, name, grantor.name).located(
+                    _ALTER_CC, _GRANT_ENTITY_LINE if entity else _GRANT_LINE["universe"])
         elif object_type in ("space", "function", "sequence"):
             if object_type == "space":
                 if self.schema.engine.find_space(object_id) is None:
@@ -350,7 +372,8 @@ class Access:
                         else ErrorCode.ER_NO_SUCH_SEQUENCE)
                 raise ClientError(code, str(object_id))
             if self.owner_of(object_type, object_id) != grantor_id and grantor_id != ADMIN:
-                raise AccessDeniedError(word, object_type, name, grantor.name)
+                raise AccessDeniedError(word, object_type, name, grantor.name).located(
+                    _ALTER_CC, _GRANT_LINE[object_type])
         elif object_type in ("role", "user"):
             target = self.schema.users.get(object_id)
             if target is None or target.type != object_type:
@@ -359,7 +382,8 @@ class Access:
                 raise ClientError(code, target.name if target is not None else str(object_id))
             public_x = object_type == "role" and object_id == PUBLIC and access == Priv.X
             if target.owner != grantor_id and grantor_id != ADMIN and not public_x:
-                raise AccessDeniedError(word, object_type, name, grantor.name)
+                raise AccessDeniedError(word, object_type, name, grantor.name).located(
+                    _ALTER_CC, _GRANT_LINE[object_type])
             if object_type == "role":
                 self.check_role_loop(grantee_id, object_id)
         if not access:

@@ -105,6 +105,9 @@ class Index:
     primary key definition for non-unique ordering."""
 
     type: IndexType
+    # Where 2.6.0's memtx index_replace() of this kind reports a refused replace
+    # (ER_TUPLE_FOUND, ER_TUPLE_NOT_FOUND): the FILE/LINE of the IPROTO error.
+    _replace_where: tuple[str, int] = ("./src/box/memtx_tree.c", 577)
     # replace() stores a new entry as SortedDict.__setitem__ does, without its call:
     # `_add_key(key)` puts a key that is not there yet in the key order (TREE; None
     # for HASH's plain dict), then the entry goes in with dict.__setitem__.
@@ -168,7 +171,7 @@ class Index:
             if dup is not None or mode is _DUP_REPLACE:
                 code = replace_check_dup(old, dup, mode)
                 if code:
-                    raise self._error(code)
+                    raise self._error(code).located(*self._replace_where)
             if dup is None and self._add_key is not None:
                 self._add_key(key)
             _dict_setitem(data, key, new)
@@ -475,6 +478,7 @@ class TreeIndex(Index):
 
 class HashIndex(Index):
     type = IndexType.HASH
+    _replace_where = ("./src/box/memtx_hash.c", 330)
 
     def __init__(self, space: Any, index_def: IndexDef, pk_def: KeyDef | None = None):
         if not index_def.unique:

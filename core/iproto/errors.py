@@ -515,7 +515,13 @@ class BoxError(Exception):
     """
 
     type = "ClientError"
+    # The C++ class 2.6.0 would have made, when it is not `type`: a CustomError
+    # shows its own type name but goes over the wire as "CustomError".
+    base_type: str | None = None
     code: int = ErrorCode.ER_UNKNOWN
+    # MP_ERROR FIELDS of the error as 2.6.0 sends them: only AccessDeniedError
+    # (object_type, object_name, access_type) and CustomError (custom_type) have any.
+    fields: dict[str, str] | None = None
     # Set on some errors by whoever knows them and read with getattr and a default:
     # declared for the type checker only (no class value, so an error without them
     # does not seem to have them).
@@ -534,6 +540,12 @@ class BoxError(Exception):
     def __str__(self) -> str:
         return self.message
 
+    def located(self, file: str, line: int) -> BoxError:
+        """Give the error the source position 2.6.0 reports for it (the FILE and
+        LINE of its IPROTO error entry, `trace` in Lua); returns the error."""
+        self.file, self.line = file, line
+        return self
+
 
 class ClientError(BoxError):
     """An error identified by its Tarantool code, with the code's message template."""
@@ -542,6 +554,18 @@ class ClientError(BoxError):
         template = MESSAGES.get(int(code), "Unknown error")
         message = format_message(template, args) if args else template
         super().__init__(message, code)
+
+
+class CustomError(ClientError):
+    """box.error.new{type = 'MyError', ...}: `type` is the user's name, the wire
+    says "CustomError" and carries the name in FIELDS as custom_type (2.6.0)."""
+
+    base_type = "CustomError"
+
+    def __init__(self, custom_type: str, message: str, code: int = 0):
+        BoxError.__init__(self, message, code)
+        self.type = custom_type
+        self.fields = {"custom_type": custom_type}
 
 
 # Tarantool 2.6.0 sends non-ClientError errors over IPROTO with the code of their

@@ -474,7 +474,7 @@ def _error_entry(err: BaseException) -> bytes:
     ERRNO, CODE[, FIELDS]."""
     file, line = _location(err)
     if isinstance(err, BoxError):
-        err_type, errno, fields = err.type, getattr(err, "errno", 0), getattr(err, "fields", None)
+        err_type, errno, fields = err.base_type or err.type, getattr(err, "errno", 0), err.fields
     else:   # not a box error: a bug below the executor, shown as Lua shows its errors
         err_type, errno, fields = "LuajitError", 0, None
     entry = {0x00: err_type, 0x02: line & _U32, 0x01: file, 0x03: error_message(err),
