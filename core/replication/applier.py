@@ -34,6 +34,7 @@ import traceback
 from spindle.core import log
 from spindle.core.fiber import Cond, TriggerList
 from spindle.core.fiber.coio import SocketError, connect
+from spindle.core.fiber.timeslice import APPLIER_SLICE, TimeSlice
 from spindle.core.iproto.auth import encode_auth_request
 from spindle.core.iproto.constants import (
     IprotoType, is_dml, is_error_type, is_synchro, version_id,
@@ -55,7 +56,7 @@ from .apply import ReplicatedTx, SnapshotRows, StreamError, applier_apply_tx
 from .instance_api import ReplicationInstanceApi
 from .replica import ApplierState
 from .streams import (
-    BusyYield, Connection, TxAssembler, decoded, describe_error, reply_error,
+    Connection, TxAssembler, decoded, describe_error, reply_error,
 )
 from .uri import parse_uri
 
@@ -430,10 +431,10 @@ class Applier:
     def _read_snapshot_rows(self) -> SnapshotRows:
         """Rows until the OK that ends the stage."""
         snapshot = SnapshotRows()
-        yield_if_busy = BusyYield(self.sched)
+        maybe_yield = TimeSlice(self.sched, APPLIER_SLICE).maybe_yield
         conn, timeout = self._conn, self._join_timeout()
         while True:
-            yield_if_busy()
+            maybe_yield()
             packet = conn.read_packet(timeout)
             self.last_row_time = self.sched.clock()
             if packet[:2] == b"\x81\x00" and packet[2:3] in _SNAPSHOT_ROW_TYPES:
@@ -452,9 +453,9 @@ class Applier:
         transactions; every row of every origin after `start`, or a StreamError."""
         assembler = TxAssembler(self.box, dict(start.items()))
         transactions = []
-        yield_if_busy = BusyYield(self.sched)
+        maybe_yield = TimeSlice(self.sched, APPLIER_SLICE).maybe_yield
         while True:
-            yield_if_busy()
+            maybe_yield()
             row = self._read_stage_row()
             if row is None:
                 if assembler.rows:
@@ -517,12 +518,12 @@ class Applier:
         skip_conflict = bool(self._cfg("replication_skip_conflict", False))
         assembler = TxAssembler(box, dict(vclock.items()))
         apply_tx = ReplicatedTx(box).apply
-        yield_if_busy = BusyYield(self.sched)
+        maybe_yield = TimeSlice(self.sched, APPLIER_SLICE).maybe_yield
         try:
             while True:
                 if self._paused:
                     self._park()
-                yield_if_busy()
+                maybe_yield()
                 rows = self.applier_read_tx(assembler)
                 if rows[0].lsn == 0:
                     self.applier_signal_ack()       # a heartbeat: answer it

@@ -44,6 +44,7 @@ from typing import Any, Callable
 from spindle.core import log
 from spindle.core.iproto.msgpack import packb
 from spindle.core.fiber.coio import SocketError, run_in_thread
+from spindle.core.fiber.timeslice import RELAY_SLICE, TimeSlice
 from spindle.core.iproto.constants import GroupId, IprotoType
 from spindle.core.iproto.errors import (
     BoxError, ClientError, ErrorCode, FiberIsCancelled, TimedOut,
@@ -68,7 +69,6 @@ DEFAULT_REPLICATION_TIMEOUT = 1.0
 # disconnect timeout, if longer) means the joining replica is gone.
 JOIN_WRITE_TIMEOUT = 30.0
 SEND_BUFFER = 256 * 1024      # bytes gathered before one socket write
-TIME_SLICE = 0.010            # seconds of work before the sender yields
 UNACKED_MAX = 65536           # sent transactions remembered for the lag
 GC_CHECK_INTERVAL = 0.5       # at most this often an ACK moves the GC consumer
 # Rows written this soon after the relay's last send wait for the rest of the window
@@ -226,7 +226,8 @@ class Relay:
         self._lag = 0.0
         self._unacked: collections.deque = collections.deque(maxlen=UNACKED_MAX)
         self._gc_checked_at = float("-inf")
-        self.slice_start = sched.clock()       # start of the current run on the CPU
+        # the sender's run on the CPU (RELAY_SLICE: see core/fiber/timeslice.py)
+        self.time_slice = TimeSlice(sched, RELAY_SLICE)
 
     def __repr__(self) -> str:
         uuid = self.replica.uuid if self.replica is not None else None
@@ -277,13 +278,6 @@ class Relay:
     def check(self) -> None:
         if self.error is not None:
             raise self.error
-
-    def maybe_yield(self) -> None:
-        """Give the loop back after TIME_SLICE of work (the watchdog flags 50 ms)."""
-        now = self.sched.clock()
-        if now - self.slice_start > TIME_SLICE:
-            self.sched.yield_()
-            self.slice_start = self.sched.clock()
 
     # --------------------------------------------------------------- output
 
@@ -403,7 +397,7 @@ def relay_send_txs(relay: Relay, txs: list[Transaction], *, subscriber: bool = T
         if size >= SEND_BUFFER:
             relay.send(b"".join(out))
             out, size = [], 0
-            relay.maybe_yield()
+            relay.time_slice.maybe_yield()
     if out:
         relay.send(b"".join(out))
 
@@ -544,7 +538,7 @@ def relay_initial_join(box: ReplicationInstanceApi, stream, sync: int) -> VClock
         out: list[bytes] = []
         size = 0
         prefixes: dict[int, bytes] = {}
-        slice_start = sched.clock()
+        time_slice = TimeSlice(sched, RELAY_SLICE)
         count = 0
         for space_id, tup, group_id in view:
             if group_id == GroupId.LOCAL:
@@ -562,9 +556,8 @@ def relay_initial_join(box: ReplicationInstanceApi, stream, sync: int) -> VClock
             if size >= SEND_BUFFER:
                 stream.write(b"".join(out), timeout)
                 out, size = [], 0
-            if count & 1023 == 0 and sched.clock() - slice_start > TIME_SLICE:
-                sched.yield_()
-                slice_start = sched.clock()
+            if count & 1023 == 0:           # (a clock read per tuple costs more)
+                time_slice.maybe_yield()
         if out:
             stream.write(b"".join(out), timeout)
     finally:
@@ -591,10 +584,10 @@ def relay_final_join(box: ReplicationInstanceApi, stream, sync: int, start: VClo
                 # that completes right now.
                 cursor.wait(replication_timeout(box))
                 continue
-            relay.maybe_yield()
+            relay.time_slice.maybe_yield()
             if txs:
                 relay_send_txs(relay, txs, subscriber=False, stop=stop)
-                relay.maybe_yield()
+                relay.time_slice.maybe_yield()
     finally:
         cursor.close()
 
@@ -614,6 +607,7 @@ def relay_subscribe(relay: Relay, replica_clock: VClock, version_id: int,
     relay.vclock.reset(0, 0)            # what the replica has: its rows, not our local ones
     relay.sent = dict(replica_clock.items())
     relay.fiber = sched.current
+    relay.time_slice.restart()          # (the sender's slice: this fiber's)
     relay.cursor = relay_cursor(box, replica_clock, relay.sync)
     try:
         relay.reader = relay.stream.spawn(relay_reader_f, relay, name="relay.reader")
@@ -673,7 +667,6 @@ def relay_subscribe_f(relay: Relay) -> None:
             continue
         if cursor.wait(deadline - now):
             relay_hold_back(relay)
-        relay.slice_start = sched.clock()
 
 
 def relay_hold_back(relay: Relay) -> bool:
@@ -704,10 +697,10 @@ def relay_send_ready(relay: Relay) -> bool:
         return False
     # Reading file blocks and sending their rows each take a few ms: the loop gets
     # the CPU back between them.
-    relay.maybe_yield()
+    relay.time_slice.maybe_yield()
     if txs:
         relay_send_txs(relay, txs)
-        relay.maybe_yield()
+        relay.time_slice.maybe_yield()
     return True
 
 

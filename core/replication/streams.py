@@ -6,8 +6,8 @@ that does not decode) and SocketError when the connection itself is gone (EOF, r
 refused; with the errno box.info shows as system_message). `TxAssembler` cuts the row
 stream into transactions with applier_read_tx's checks; the frames already buffered
 are decoded a batch at a time (take_frames, a few dozen rows ahead of the
-transaction being applied) instead of one call chain per row. `BusyYield` keeps a reader
-that never has to wait for input from holding the loop.
+transaction being applied) instead of one call chain per row. (The applier's reader
+gives the loop back through a TimeSlice of APPLIER_SLICE: core/fiber/timeslice.py.)
 """
 from __future__ import annotations
 
@@ -31,37 +31,10 @@ from .replica import VCLOCK_MAX
 
 _unpack_u32 = struct.Struct(">I").unpack_from
 
-# A reader yields after this long without waiting for input. The WAL write of what
-# it applied meanwhile and the ACK for it go out at that turn, so this bounds how
-# long a master waits for the ACK of a transaction the replica has applied: with
-# 1 ms instead of 10 a master's 100 sync committers stop moving in lock-step with
-# one ACK per burst (scripts/bench/qsync.py: ~26k -> ~34k txn/s), for ~1% of a
-# busy replica's CPU in extra loop turns.
-BUSY_YIELD = 0.001
 # Rows a reader decodes ahead of the transaction it applies (TxAssembler.take_frames):
-# enough to save the per-call costs, few enough for the work between two BusyYield
-# checks to stay well below BUSY_YIELD.
+# enough to save the per-call costs, few enough for the work between two looks at
+# the reader's time slice to stay well below APPLIER_SLICE (core/fiber/timeslice.py).
 READ_AHEAD_ROWS = 64
-
-
-class BusyYield:
-    """Called before each read: yields once the fiber has run BUSY_YIELD seconds
-    without waiting. Reads from a full socket buffer never wait, and the WAL
-    completions, the writer and everyone else must still get their turn."""
-
-    __slots__ = ("sched", "fiber", "switches", "since")
-
-    def __init__(self, sched):
-        self.sched = sched
-        self.fiber = sched.current
-        self.switches = self.fiber.csw
-        self.since = sched.clock()
-
-    def __call__(self) -> None:
-        if self.fiber.csw != self.switches:
-            self.switches, self.since = self.fiber.csw, self.sched.clock()
-        elif self.sched.clock() - self.since > BUSY_YIELD:
-            self.sched.sleep(0)
 
 
 # ---------------------------------------------------------------- transactions
@@ -147,7 +120,7 @@ class TxAssembler:
         incomplete, is not a DML row decode_dml_packet takes, or would make push()
         raise: the caller reads that one the usual way, so errors come where they
         did, and once a transaction ends READ_AHEAD_ROWS rows after the start: the
-        reader still yields in time (BusyYield). Returns the position after the
+        reader still yields in time (its TimeSlice). Returns the position after the
         frames taken and the last row taken."""
         rows, requests, tsn = self.rows, self.requests, self.tsn
         ready = self.ready

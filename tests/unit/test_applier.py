@@ -8,10 +8,10 @@ import time
 import pytest
 
 from spindle.core.fiber import Scheduler
+from spindle.core.fiber.timeslice import APPLIER_SLICE, TimeSlice
 from spindle.core.iproto.constants import IprotoKey, IprotoType
 from spindle.core.replication.applier import Applier
 from spindle.core.replication.replica import ApplierState as S
-from spindle.core.replication.streams import BUSY_YIELD, BusyYield
 
 from .applier_fake_master import (
     CLUSTER_UUID, MASTER_UUID, REPLICA_UUID, Capture, FakeMaster, body, bootstrap, new_box,
@@ -27,30 +27,30 @@ sched = real_sched
 
 # ------------------------------------------------------------ giving up the CPU
 
-def test_a_busy_reader_yields_once_it_worked_busy_yield_seconds(clock):
+def test_a_busy_reader_yields_once_it_worked_its_time_slice(clock):
     """What keeps an applier's reader from holding the loop while its socket buffer
-    stays full: BusyYield, called before each read, yields once BUSY_YIELD seconds
-    passed since the fiber last switched, and not before. Counted in the fiber's
-    switches on a fake clock."""
+    stays full: its TimeSlice (APPLIER_SLICE), asked before each read, yields once
+    that long passed since the fiber last switched, and not before. Counted in the
+    fiber's switches on a fake clock."""
     fake = Scheduler(clock=clock)
     seen = []
 
     def reader():
         me = fake.current
-        busy = BusyYield(fake)
+        busy = TimeSlice(fake, APPLIER_SLICE).maybe_yield
         start = me.csw
         for _ in range(100):
             busy()                              # no time went by: no yield
         seen.append(me.csw - start)
-        clock.advance(BUSY_YIELD / 2)
+        clock.advance(APPLIER_SLICE / 2)
         busy()
         seen.append(me.csw - start)
-        clock.advance(BUSY_YIELD)               # past BUSY_YIELD since the start
+        clock.advance(APPLIER_SLICE)            # past APPLIER_SLICE since the start
         busy()
         seen.append(me.csw - start)
         busy()                                  # a new slice began at that yield
         seen.append(me.csw - start)
-        clock.advance(BUSY_YIELD * 2)
+        clock.advance(APPLIER_SLICE * 2)
         busy()
         seen.append(me.csw - start)
 
