@@ -1,8 +1,9 @@
 """The checks 2.6.0's system-space triggers (alter.cc) make before a row counts.
 
-A row written into `_space`, `_index`, `_user`, `_func`, `_priv` or `_truncate` is
-validated (names, ids, formats, engines, password hashes, ...) and the effective
-user's right to make that change is checked (access_check_ddl / priv_def_check), in
+A row written into `_space`, `_index`, `_user`, `_func`, `_priv`, `_truncate`,
+`_sequence` or `_space_sequence` is validated (names, ids, formats, engines,
+password hashes, ...) and the effective user's right to make that change is
+checked (access_check_ddl / priv_def_check), in
 2.6.0's order; each method raises the ClientError 2.6.0 raises. Ddl runs them just
 before writing the row, so a refused statement leaves nothing behind. They are plain
 functions of the row and the current catalogue, so the schema triggers can call them
@@ -15,6 +16,7 @@ from typing import Any, Callable
 
 from spindle.core.box.access import PRIV_ALL, Access, Priv
 from spindle.core.box.field_types import field_type_by_name
+from spindle.core.box.sequence import sequence_def_from_tuple
 from spindle.core.box.update import update_tuple
 from spindle.core.iproto.errors import ClientError, ErrorCode as E
 
@@ -284,3 +286,37 @@ class AlterChecks:
         if priv_type == Priv.GRANT and row[1] == ADMIN and row[2] == "universe" and \
                 row[4] != PRIV_ALL:
             raise ClientError(E.ER_GRANT, "can't revoke universe from the admin user")
+
+    # ---------------------------------------------- _sequence, _space_sequence
+
+    def sequence_row(self, new: list, errcode: int) -> None:
+        """sequence_def_new_from_tuple() + access_check_ddl: create on the new
+        definition, alter on the one it replaces."""
+        fields = sequence_def_from_tuple(new, errcode)
+        if errcode == E.ER_CREATE_SEQUENCE:
+            self.ddl(fields[2], fields[0], fields[1], "sequence", Priv.C)
+            return
+        seq = self.schema.sequences.by_id.get(fields[0])
+        if seq is not None:
+            self.ddl(seq.name, seq.id, seq.uid, "sequence", Priv.A)
+
+    def sequence_drop(self, old: Any) -> None:
+        if old is not None:
+            self.ddl(old[2], old[0], old[1], "sequence", Priv.D)
+
+    def space_sequence_row(self, row: Any, creating: bool) -> None:
+        """on_replace_dd_space_sequence's access checks: create (drop) on a generated
+        sequence, drop on any detached one, read and write on one attached as it is;
+        alter on the space."""
+        if row is None:
+            return
+        seq = self.schema.sequences.by_id.get(row[1])
+        space = self.engine.find_space(row[0])
+        if seq is None or space is None:
+            return                       # the trigger refuses the row
+        if row[2] is True or not creating:
+            self.ddl(seq.name, seq.id, seq.uid, "sequence", Priv.C if creating else Priv.D)
+        else:
+            self.ddl(seq.name, seq.id, seq.uid, "sequence", Priv.R)
+            self.ddl(seq.name, seq.id, seq.uid, "sequence", Priv.W)
+        self.ddl(space.name, space.id, self.space_owner(space.id), "space", Priv.A)

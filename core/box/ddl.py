@@ -1,4 +1,4 @@
-"""DDL as DML: box.schema.space/index/user/role/func of Tarantool 2.6.0.
+"""DDL as DML: box.schema.space/index/user/role/func/sequence of Tarantool 2.6.0.
 
 Every call writes rows into the system spaces, in the order and with the contents
 2.6.0's schema.lua writes them (DESIGN §5.1); the on_replace triggers of schema.py
@@ -31,10 +31,10 @@ from typing import Any, Callable, Iterator
 
 from spindle.core.box.access import VIEW_SOURCE, Access, Priv
 from spindle.core.box.alter import (
-    CK_CONSTRAINT, COLLATION, FK_CONSTRAINT, FUNC, FUNC_INDEX, INDEX, SCHEMA, SEQUENCE,
-    SEQUENCE_DATA, SPACE, SPACE_SEQUENCE, SYSTEM_ID_MAX, TRIGGER, TRUNCATE, USER, VFUNC,
-    VINDEX, VPRIV, VSEQUENCE, VSPACE, VUSER, AlterChecks,
+    CK_CONSTRAINT, COLLATION, FK_CONSTRAINT, FUNC, FUNC_INDEX, INDEX, SCHEMA, SPACE,
+    SYSTEM_ID_MAX, TRIGGER, TRUNCATE, USER, VFUNC, VINDEX, VPRIV, VSPACE, VUSER, AlterChecks,
 )
+from spindle.core.box.ddl_sequences import SequenceDdl
 from spindle.core.box.ddl_users import (
     UserDdl, check_options, check_param, illegal, lua_pairs, lua_type,
 )
@@ -64,8 +64,9 @@ FUNC_OPTIONS = {"setuid": "boolean", "if_not_exists": "boolean", "language": "st
 
 # ------------------------------------------------------------------------ Ddl
 
-class Ddl(UserDdl):
-    """box.schema.space/index/func/sequence.drop (users and grants: UserDdl)."""
+class Ddl(SequenceDdl, UserDdl):
+    """box.schema.space/index/func (users and grants: UserDdl; sequences and the
+    index option: SequenceDdl)."""
 
     def __init__(self, engine: Any, schema: Any, current_user_id: Callable[[], int], *,
                  session_user_id: Callable[[], int] | None = None,
@@ -131,13 +132,16 @@ class Ddl(UserDdl):
         rows = self._view(view_id, key, index)
         return rows[0] if rows else None
 
-    def _auto_increment(self, space_id: int, tail: list) -> tuple:
-        """space:auto_increment(): id = primary key max + 1 (read, then insert)."""
+    def _auto_increment(self, space_id: int, tail: list,
+                        check: Callable[[list], None] | None = None) -> tuple:
+        """space:auto_increment(): id = primary key max + 1 (read, then insert);
+        `check(row)`: the trigger's checks (_user's and _func's by default)."""
         last = self._read(space_id).index(0).max()
         row = [(last[0] if last else 0) + 1, *tail]
-        check = (lambda: self.checks.user_row(None, row)) if space_id == USER else \
-            (lambda: self.checks.func_row(row))
-        return self._write(space_id, "insert", row, check=check)
+        if check is None:
+            check = (lambda row: self.checks.user_row(None, row)) if space_id == USER \
+                else self.checks.func_row
+        return self._write(space_id, "insert", row, check=lambda: check(row))
 
     # ------------------------------------------------------------ resolving
 
@@ -161,11 +165,6 @@ class Ddl(UserDdl):
         if isinstance(name_or_id, str):
             return self._view_get(VFUNC, [name_or_id], 2)
         return self._view_get(VFUNC, [name_or_id]) if isinstance(name_or_id, int) else None
-
-    def _sequence_row(self, name_or_id: Any) -> Any:
-        if isinstance(name_or_id, str):
-            return self._view_get(VSEQUENCE, [name_or_id], 2)
-        return self._view_get(VSEQUENCE, [name_or_id]) if isinstance(name_or_id, int) else None
 
     def _collation_id(self, name: Any) -> int | None:
         row = self._read(COLLATION).get([name], 1) if isinstance(name, str) else None
@@ -284,9 +283,7 @@ class Ddl(UserDdl):
         self._run(self._space_drop, space_id, space_name, opts)
 
     def _space_drop(self, space_id: int, space_name: Any, opts: dict) -> None:
-        link = self._write(SPACE_SEQUENCE, "delete", [space_id])
-        if link is not None and link[2] is True:
-            self.sequence_drop(link[1])
+        self._drop_space_sequence(space_id)
         for row in self._read(TRIGGER).select([space_id], 1):
             self._write(TRIGGER, "delete", [row[0]])
         for row in self._read(FK_CONSTRAINT).select([space_id], 1):
@@ -311,22 +308,6 @@ class Ddl(UserDdl):
         space = self.engine.space(space_id)
         self._run(lambda: self._write(TRUNCATE, "upsert", [space.id, 1], [["+", 1, 1]],
                                       index_base=0, check=lambda: self.checks.truncate(space)))
-
-    def sequence_drop(self, name_or_id: Any, options: Any = None) -> None:
-        """box.schema.sequence.drop(): grants, _sequence_data, _sequence."""
-        opts = check_options(options, {"if_exists": "boolean"})
-        row = self._sequence_row(name_or_id)
-        if row is None:
-            if not opts.get("if_exists"):
-                raise ClientError(E.ER_NO_SUCH_SEQUENCE, name_or_id)
-            return
-
-        def drop():
-            self._revoke_object_privs("sequence", row[0])
-            self._write(SEQUENCE_DATA, "delete", [row[0]])
-            self._write(SEQUENCE, "delete", [row[0]],
-                        check=lambda: self.checks.ddl(row[2], row[0], row[1], "sequence", Priv.D))
-        self._run(drop)
 
     def _revoke_object_privs(self, object_type: str, object_id: Any) -> None:
         for row in self._view(VPRIV, [object_type, object_id], 2):
@@ -372,9 +353,10 @@ class Ddl(UserDdl):
         index_opts = {k: opts[k] for k in INDEX_OPT_ORDER if opts.get(k) is not None}
         if isinstance(index_opts.get("func"), str):
             index_opts["func"] = self._func_id_by_name(index_opts["func"])
-        self._sequence_prepare(space, iid, name, opts)
+        proxy = self._space_sequence_prepare(fmt, parts, opts, space, iid, name)
         row = [space.id, iid, name, opts["type"], index_opts, parts]
         self._write(INDEX, "insert", row, check=lambda: self.checks.index_row(space, row, Priv.C))
+        self._space_sequence_commit(proxy)
         if index_opts.get("func") is not None:
             self._write(FUNC_INDEX, "insert", [space.id, iid, index_opts["func"]])
         return space.index(iid)
@@ -384,18 +366,6 @@ class Ddl(UserDdl):
         if row is None:
             raise ClientError(E.ER_NO_SUCH_FUNCTION, name)
         return row[0]
-
-    def _sequence_prepare(self, space: Any, iid: int, name: str, opts: dict) -> None:
-        """space_sequence_alter_prepare(): only reading the link; attaching sequences is
-        not supported by Spindle yet."""
-        if iid != 0:
-            if opts.get("sequence"):
-                raise ClientError(E.ER_MODIFY_INDEX, name, space.name,
-                                  "sequence cannot be used with a secondary key")
-            return
-        self._read(SPACE_SEQUENCE).get([space.id])
-        if opts.get("sequence") not in (None, False):
-            raise ClientError(E.ER_UNSUPPORTED, "Spindle", "sequences")
 
     def _index_parts(self, fmt: list, parts: Any) -> list:
         """update_index_parts() + type aliases + simplify_index_parts()."""
@@ -517,9 +487,7 @@ class Ddl(UserDdl):
 
         def drop():
             if index_id == 0:
-                link = self._write(SPACE_SEQUENCE, "delete", [space_id])
-                if link is not None and link[2] is True:
-                    self.sequence_drop(link[1])
+                self._drop_space_sequence(space_id)
             for row in self._read(FUNC_INDEX).select([space_id, index_id]):
                 self._write(FUNC_INDEX, "delete", [row[0], row[1]])
             self._index_delete(space_id, index_id)
@@ -571,11 +539,12 @@ class Ddl(UserDdl):
             parts = self._index_parts(fmt, opts["parts"])
         if isinstance(index_opts.get("func"), str):
             index_opts["func"] = self._func_id_by_name(index_opts["func"])
-        self._sequence_prepare(space, iid, name, opts)
+        proxy = self._space_sequence_prepare(fmt, parts, opts, space, iid, name)
         row = [space.id, iid, name, kind, index_opts, parts]
         self._write(INDEX, "replace", row, check=lambda: self.checks.index_row(space, row, Priv.A))
         if index_opts.get("func") is not None:
             self._write(FUNC_INDEX, "insert", [space.id, iid, index_opts["func"]])
+        self._space_sequence_commit(proxy)
 
     # ============================================================== functions
 

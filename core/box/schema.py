@@ -1,7 +1,8 @@
 """The catalogue, built from the rows of the system spaces (DESIGN §5.1: schema is data).
 
-Spaces, indexes, users, privileges, functions and replicas exist because rows in
-`_space`, `_index`, `_user`, `_priv`, `_func` and `_cluster` say so: on_replace
+Spaces, indexes, users, privileges, functions, sequences and replicas exist because
+rows in `_space`, `_index`, `_user`, `_priv`, `_func`, `_sequence` and `_cluster` say so
+(sequence values and links to spaces: sequence.py): on_replace
 triggers on those spaces change the in-memory catalogue, so a DDL statement is a DML
 statement that replicates and recovers like any other. A change made inside a
 transaction is undone by that transaction's rollback.
@@ -26,6 +27,7 @@ from spindle.core.iproto.errors import ClientError, ErrorCode
 
 from .index import IndexDef
 from .key_def import KeyPart
+from .sequence import Sequences, check_sequence_part
 from .space import Space
 from .txn import Engine
 
@@ -93,11 +95,16 @@ class Schema:
         # fn(space_id) after a `_space`/`_index` change of that space, or its undo
         # (the Lua box.space follows the catalogue through it)
         self.on_space_change: list[Callable[[int], None]] = []
+        # fn(sequence_id) after a `_sequence` change, or its undo (box.sequence)
+        self.on_sequence_change: list[Callable[[int], None]] = []
+        self.sequences = Sequences(engine)
         self._handlers = {
             SPACE_ID: self._on_space, INDEX_ID: self._on_index, USER_ID: self._on_user,
             PRIV_ID: self._on_priv, FUNC_ID: self._on_func, CLUSTER_ID: self._on_cluster,
             SCHEMA_ID: self._on_schema, TRUNCATE_ID: self._on_truncate,
-            COLLATION_ID: self._on_collation,
+            COLLATION_ID: self._on_collation, SEQUENCE_ID: self.sequences.on_sequence,
+            SEQUENCE_DATA_ID: self.sequences.on_sequence_data,
+            SPACE_SEQUENCE_ID: self.sequences.on_space_sequence,
         }
 
     # ------------------------------------------------------------- start-up
@@ -116,15 +123,25 @@ class Schema:
                 self.engine.space(tup[0]).create_index(self._index_def(tup))
         for space_id, handler in self._handlers.items():
             self.engine.space(space_id).on_replace.add(self._trigger(handler))
+        # As 2.6.0's memtx gives `_sequence_data` an index of its own kind: a
+        # checkpoint (or a JOIN) takes the sequence values, which auto-increment
+        # moves without writing that space.
+        data = self.engine.space(SEQUENCE_DATA_ID).primary
+        assert data is not None
+        data.snapshot_tuples = self.sequences.snapshot_tuples  # type: ignore[method-assign]
 
     def _trigger(self, handler: Callable[[Any, Any], Any]):
+        # a sequence value is no schema change (box.sequence.x:next() writes one)
+        versioned = handler != self.sequences.on_sequence_data
+
         def on_replace(old, new, space_name, op):
             undo = handler(old, new)
-            self.version += 1
+            if versioned:
+                self.version += 1
             txns = self.engine.txns
             if txns.current is not None:
                 txns.current.on_rollback.add(lambda txn: self._undo(handler, old, new, undo))
-            self._notify_space_change(handler, old, new)
+            self._notify(handler, old, new)
         return on_replace
 
     def _undo(self, handler, old, new, undo) -> None:
@@ -132,14 +149,20 @@ class Schema:
             undo()
         else:
             handler(new, old)
-        self.version += 1
-        self._notify_space_change(handler, old, new)
+        if handler != self.sequences.on_sequence_data:
+            self.version += 1
+        self._notify(handler, old, new)
 
-    def _notify_space_change(self, handler, old, new) -> None:
-        if self.on_space_change and handler in (self._on_space, self._on_index):
-            space_id = (new if new is not None else old)[0]
+    def _notify(self, handler, old, new) -> None:
+        """The hooks that follow the catalogue: a space changed (`_space`, `_index`,
+        its sequence link) or a sequence did."""
+        row = new if new is not None else old
+        if handler in (self._on_space, self._on_index, self.sequences.on_space_sequence):
             for hook in self.on_space_change:
-                hook(space_id)
+                hook(row[0])
+        elif handler == self.sequences.on_sequence:
+            for hook in self.on_sequence_change:
+                hook(row[0])
 
     # ------------------------------------------------------------------ _space
 
@@ -200,9 +223,15 @@ class Schema:
         if new is None:
             space = self.engine.space(old[0])
             index = space.index(old[1])
+            if old[1] == 0 and space.sequence is not None and len(space.indexes) == 1:
+                raise ClientError(ErrorCode.ER_ALTER_SPACE, space.name, "can not drop "
+                                  "primary key while space sequence exists")
             space.drop_index(old[1])
             return lambda: self._restore_index(space, index)
         space = self.engine.space(new[0])
+        if new[1] == 0 and space.sequence is not None:
+            check_sequence_part(self._index_def(new), space.sequence_fieldno,
+                                space.sequence_path, space.name)
         if old is not None or new[1] in space.indexes:
             previous = space.indexes.get(new[1])
             if previous is not None and self._same_index(previous.index_def, new):

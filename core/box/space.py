@@ -31,6 +31,7 @@ from spindle.core.box.field_types import (
 from spindle.core.iproto.msgpack import pack_tuple, tuple_bsize
 from spindle.core.box.index import DupMode, Index, IndexDef, IndexType, make_index
 from spindle.core.box.key_def import normalize_key
+from spindle.core.box.sequence import Sequence as SpaceSequence, handle_sequence
 from spindle.core.box.txn import PutRequest, Statement, Txn, TxnManager, put_row
 from spindle.core.box.update import check_ops, update_tuple, upsert_tuple
 from spindle.core.fiber.trigger import TriggerList
@@ -103,6 +104,10 @@ class Space:
         self.before_replace = TriggerList()
         self.on_replace = TriggerList()
         self.indexes: dict[int, Index] = {}
+        # the attached sequence (`_space_sequence`) and its field (0-based, JSON path)
+        self.sequence: SpaceSequence | None = None
+        self.sequence_fieldno = 0
+        self.sequence_path: str | None = None
         self._bsize = 0
         self._format: list[FieldDef] = [FieldDef.of(f) for f in (format or [])]
         self._rebuild_format()
@@ -388,13 +393,13 @@ class Space:
     def put_in_txn(self, txn: Txn, tup: Sequence[Any], rtype: int) -> tuple:
         """put() inside `txn`, the running fiber's open transaction, with the usual
         statement run in this one frame: a transaction of this instance's own
-        (not an applier's), a memtx space with no trigger. That statement is what
+        (not an applier's), a memtx space with no trigger nor sequence. That statement is what
         execute() + execute_stmt() make of it, in their order: the tuple stored
         (_put), then the statement and its redo row join the transaction (a
         failure before that leaves nothing to undo: the indexes refuse all or
         nothing). Anything else takes execute()."""
         if (txn.replicated or self.engine != "memtx" or len(self.before_replace)
-                or len(self.on_replace)):
+                or len(self.on_replace) or self.sequence is not None):
             return self.txns.execute(self, PutRequest(rtype, self.id, tup))
         new, displaced, data = self._put(tup, _STORE_MODE[rtype])
         if data is None:
@@ -462,6 +467,8 @@ class Space:
 
     def execute_stmt(self, stmt: Statement) -> Any:
         """Run a statement inside its transaction (called by TxnManager.execute)."""
+        if self.sequence is not None:           # auto-increment: before the triggers
+            handle_sequence(self, stmt)
         if len(self.before_replace):
             self._run_before_replace(stmt)
         request = stmt.request
