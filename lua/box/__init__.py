@@ -10,7 +10,8 @@ and box.cfg stays unconfigured.
 
 Module map: tuple.py (tuple representation and box.tuple), space.py (box.space,
 space and index objects, DML, triggers), txn.py, schema.py (box.schema over
-core/box/ddl.py), info.py (box.info, box.snapshot). box.session is
+core/box/ddl.py), sequence.py (box.sequence), info.py (box.info, box.snapshot).
+box.session is
 lua/session.py's (it knows IPROTO sessions too).
 """
 from __future__ import annotations
@@ -35,6 +36,7 @@ from spindle.core.net.session import current_session
 from .ctl import CtlApi
 from .info import InfoApi
 from .schema import SchemaApi
+from .sequence import SequenceApi
 from .space import SpaceApi
 from .spark import SparkApi
 from .process import ProcessOptions
@@ -68,13 +70,14 @@ class BoxStorage:
         box_table[b"tuple"] = self.tuples.box_tuple
         self.spaces = SpaceApi(self, box_table)
         self.txn = TxnApi(self, box_table, self.spaces.lua)
-        self.schema = SchemaApi(self, box_table)
+        self.sequence = SequenceApi(self, box_table)
+        self.schema = SchemaApi(self, box_table, self.sequence.lua)
         self.info = InfoApi(self, box_table)
         self.ctl = CtlApi(self, box_table)
         self.spark = SparkApi(self, box_table)      # box.spark (Spark loads on first use)
         self._installers = [api.lua[b"install"] for api in
-                            (self.spaces, self.txn, self.schema, self.info, self.ctl,
-                             self.spark)]
+                            (self.spaces, self.txn, self.sequence, self.schema, self.info,
+                             self.ctl, self.spark)]
         # what 2.6.0 has before box.cfg: box.index (iterator types), box.ctl
         self.spaces.lua[b"install_early"]()
         self.ctl.lua[b"install"]()
@@ -83,7 +86,12 @@ class BoxStorage:
         self.box = Box(self.sched)
         self.box.on_recovery_progress.extend(self.recovery_progress_hooks)
         self.box.schema.on_space_change.append(lambda space_id: self.spaces.space_changed(space_id))
+        self.box.schema.on_sequence_change.append(
+            lambda seq_id: self.sequence.sequence_changed(seq_id))
         self.access = Access(self.box.schema)
+        # access_check_sequence() of the running fiber's effective user
+        self.box.schema.sequences.check_access = \
+            lambda seq: self.access.check_sequence(self.euid(), seq.id)
         self.ddl = Ddl(self.box.engine, self.box.schema, self.euid,
                        session_user_id=self.uid, access=self.access)
 
@@ -163,6 +171,7 @@ class BoxStorage:
         self.spaces.install()
         for install in self._installers:
             install()
+        self.sequence.install()          # (its objects are blessed by box.schema)
 
     def _panic(self, exc: Exception) -> None:
         """box_cfg() of 2.6.0: whatever stops the storage part of the first box.cfg

@@ -1,9 +1,10 @@
--- box.schema: spaces, indexes, users, roles and functions over core/box/ddl.py.
+-- box.schema: spaces, indexes, users, roles, functions and sequences over
+-- core/box/ddl.py.
 -- Every DDL call is DML on system spaces that commits, so it goes through wait();
 -- the look-ups (exists, info, password) are direct calls.
 --
--- Loaded with (native, blocking, wait, box).
-local native, blocking, wait, box = ...
+-- Loaded with (native, blocking, wait, box, sequence_bless).
+local native, blocking, wait, box, sequence_bless = ...
 
 local function ddl(name, ...)
     return wait(blocking.ddl, name, ...)
@@ -11,7 +12,8 @@ end
 
 local function nothing() end
 
-local schema = {space = {}, index = {}, user = {}, role = {}, func = {}, sequence = {}}
+local schema = {space = {}, index = {}, user = {}, role = {}, func = {},
+                sequence = {bless = sequence_bless}}
 
 -- spaces -----------------------------------------------------------------------------
 
@@ -82,6 +84,18 @@ function schema.role.info(name) return native.user_info(name, 'role') end
 function schema.func.create(name, options) ddl('func_create', name, options) end
 function schema.func.drop(name, options) ddl('func_drop', name, options) end
 function schema.func.exists(name) return native.func_exists(name) end
+
+-- sequences (box.sequence: lua/box/sequence.lua) --------------------------------------
+
+function schema.sequence.create(name, options)
+    local _, not_created = ddl('sequence_create', name, options)
+    if not_created ~= nil then
+        return box.sequence[name], not_created
+    end
+    return box.sequence[name]
+end
+function schema.sequence.alter(name, options) ddl('sequence_alter', name, options) end
+function schema.sequence.drop(name, options) ddl('sequence_drop', name, options) end
 
 schema.upgrade = nothing
 

@@ -11,7 +11,7 @@ from typing import Any
 from spindle.core.iproto.auth import password_hash
 from spindle.core.iproto.errors import ClientError, ErrorCode
 
-from ..runtime import read_source
+from ..runtime import Multi, read_source
 
 PRIV_SPACE = 312
 _PRIV_NAMES = ("read", "write", "execute", "session", "usage", "create", "drop", "alter",
@@ -19,7 +19,7 @@ _PRIV_NAMES = ("read", "write", "execute", "session", "usage", "create", "drop",
 
 
 class SchemaApi:
-    def __init__(self, storage, box_table):
+    def __init__(self, storage, box_table, sequence_lua):
         self.storage = storage
         self.runtime = runtime = storage.runtime
         natives = {
@@ -31,7 +31,8 @@ class SchemaApi:
         }
         chunk = runtime.load(read_source("box/schema.lua"), "@box/schema.lua")
         self.lua = chunk(runtime.table({k: runtime.bridge(v) for k, v in natives.items()}),
-                         runtime.table({"ddl": self.call}), runtime.wait, box_table)
+                         runtime.table({"ddl": self.call}), runtime.wait, box_table,
+                         sequence_lua[b"bless"])
 
     @property
     def ddl(self):
@@ -47,6 +48,8 @@ class SchemaApi:
         result = getattr(self.ddl, method)(*args)
         if method in ("space_create", "index_create"):
             return result.id
+        if method == "sequence_create":          # (id, created)
+            return Multi(result[:1] if result[1] else (result[0], "not created"))
         if method == "space_format" and len(args) < 2 and result is not None:
             return self.storage.tuples.value_to_lua(result)
         return None
@@ -78,6 +81,9 @@ class SchemaApi:
         if object_type == "function":
             func = schema.funcs.get(object_id)
             return func.name if func is not None else ""
+        if object_type == "sequence":
+            seq = schema.sequences.by_id.get(object_id)
+            return seq.name if seq is not None else ""
         return str(object_id)
 
 

@@ -367,14 +367,16 @@ function space_mt.delete(space, key)
     return check_primary_index(space):delete(key)
 end
 
+-- As 2.6.0: the primary key's max + 1, put in front of the caller's own table.
 function space_mt.auto_increment(space, t)
     check_space_arg(space, 'auto_increment')
     local last = check_primary_index(space):max()
-    local fields = {last ~= nil and last[1] + 1 or 1}
-    for i = 1, #t do
-        fields[i + 1] = t[i]
+    local max = 0
+    if last ~= nil then
+        max = last[1]
     end
-    return space:insert(fields)
+    table.insert(t, 1, max + 1)
+    return space:insert(t)
 end
 
 function space_mt.pairs(space, key, opts)
@@ -564,6 +566,8 @@ local function update_indexes(space, described)
         end
         obj.unique, obj.parts, obj.id = d.unique, d.parts, d.id
         obj.space_id, obj.type, obj.name = d.space_id, d.type, d.name
+        obj.sequence_id, obj.sequence_fieldno = d.sequence_id, d.sequence_fieldno
+        obj.sequence_path = d.sequence_path
         index[d.id] = obj
         index[d.name] = obj
     end

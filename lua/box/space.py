@@ -345,8 +345,14 @@ def describe_index(space: Space, index) -> dict:
         if path:
             shown["path"] = path
         parts.append(shown)
-    return {"id": index.id, "name": index.name, "type": index.type.value,
-            "unique": index.unique, "space_id": space.id, "parts": parts}
+    described = {"id": index.id, "name": index.name, "type": index.type.value,
+                 "unique": index.unique, "space_id": space.id, "parts": parts}
+    if index.id == 0 and space.sequence is not None:
+        described["sequence_id"] = space.sequence.id
+        described["sequence_fieldno"] = space.sequence_fieldno + 1
+        if space.sequence_path is not None:
+            described["sequence_path"] = space.sequence_path
+    return described
 
 
 def iterate_after(index, it: IteratorType, key: list, after: Any):
