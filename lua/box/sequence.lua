@@ -14,11 +14,14 @@ local int64_t, uint64_t = ffi.typeof('int64_t'), ffi.typeof('uint64_t')
 
 local sequences = {}       -- box.sequence: id and name -> sequence object
 
--- luaL_pushint64(): a number within 2^53, else an int64_t (Python hands a big
--- positive value over as a uint64_t).
+-- luaL_pushint64(): a number within +-(1e14 - 1), else an int64_t (Python hands a
+-- value past 2^53 over as a cdata, a positive one as a uint64_t).
+local DBL_INT_MAX = 1e14 - 1
 local function int64(value)
     if type(value) == 'cdata' then
         return ffi.cast(int64_t, value)
+    elseif value > DBL_INT_MAX or value < -DBL_INT_MAX then
+        return ffi.new(int64_t, value)
     end
     return value
 end
