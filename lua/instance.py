@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Callable
 
 import greenlet
 
@@ -18,9 +19,10 @@ from .modules.fiber import FiberModule
 from .runtime import LuaRuntime
 
 _OS_EXIT = """
-local wait, exit_now = ...
+local wait, exit_now, run_shutdown_hooks = ...
 os.exit = function(code)
     if code == true or code == nil then code = 0 elseif code == false then code = 1 end
+    run_shutdown_hooks()
     return wait(exit_now, code)
 end
 """
@@ -34,13 +36,18 @@ class Instance:
     def __init__(self, sched: Scheduler | None = None):
         self.sched = sched or Scheduler()
         self.exit_code: int | None = None
+        # box.ctl.on_shutdown: run once, by os.exit() or SIGTERM/SIGINT, before the
+        # loop stops (not on a fatal error, as in 2.6.0)
+        self.shutdown_hooks: list[Callable[[], None]] = []
+        self._shut_down = False
         self.runtime = runtime = LuaRuntime(self.sched)
         self.fiber = FiberModule(runtime)
         runtime.register_module("fiber", self.fiber.lua_module, as_global=False)
         runtime.register_module("log", log_module.build(runtime), as_global=False)
         runtime.register_module("clock", clock_module.build(runtime), as_global=False)
         self._install_extra_modules()
-        runtime.load(_OS_EXIT, "=os.exit")(runtime.wait, self.exit_now)
+        runtime.load(_OS_EXIT, "=os.exit")(runtime.wait, self.exit_now,
+                                           runtime.bridge(self.run_shutdown_hooks))
 
     def _install_extra_modules(self) -> None:
         """Serializer modules (json, yaml, msgpack, uuid) and the box table."""
@@ -48,6 +55,14 @@ class Instance:
         registry.install(self)
         from . import listen
         listen.install(self)          # box.cfg.listen, the IPROTO executor, box.session
+
+    def run_shutdown_hooks(self) -> None:
+        """In a fiber, once: what must run before the instance stops."""
+        if self._shut_down:
+            return
+        self._shut_down = True
+        for hook in self.shutdown_hooks:
+            hook()
 
     def exit_now(self, code) -> None:
         """os.exit(code) from Python, in the fiber that asks (outside Lua)."""

@@ -1,7 +1,7 @@
 """The signals of an instance's process, handled as Tarantool 2.6.0 handles them:
 
-* SIGTERM and SIGINT end the process cleanly with status 0: the loop stops, fibers
-  are cancelled, the WAL is closed with its EOF marker (Launcher._stop_box). Only
+* SIGTERM and SIGINT end the process cleanly with status 0: box.ctl.on_shutdown
+  triggers run (in a fiber), the loop stops, fibers are cancelled, the WAL is closed with its EOF marker (Launcher._stop_box). Only
   with `pid_file` configured (a daemon) the log says "got signal N - Name" first.
 * SIGHUP reopens the log file by its name (logrotate renamed the old one away);
   with the log on stderr it does nothing. It never ends the process.
@@ -63,7 +63,14 @@ class InstanceSignals:
             self.stop_signal = signum
         if self.instance.exit_code is None:
             self.instance.exit_code = 0
-        self.sched.stop()
+        # box.ctl.on_shutdown triggers may yield: they run in a fiber, then the loop stops
+        self.sched.spawn(self._shut_down, name="on_shutdown")
+
+    def _shut_down(self) -> None:
+        try:
+            self.instance.run_shutdown_hooks()
+        finally:
+            self.sched.stop()
 
     def _checkpoint(self) -> None:
         storage = self.instance.storage

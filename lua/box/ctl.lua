@@ -1,7 +1,7 @@
 -- box.ctl: waiting for read-only / read-write, restarting replication.
 --
 -- Loaded with (blocking, wait, box).
-local blocking, wait, box = ...
+local blocking, wait, box, trigger_reset, log = ...
 
 local function check_timeout(timeout)
     if timeout ~= nil and type(timeout) ~= 'number' then
@@ -34,8 +34,28 @@ function ctl.clear_synchro_queue()
     wait(blocking.clear_synchro_queue)
 end
 
+-- box.ctl.on_shutdown: triggers (newest first) run once when the instance stops by
+-- os.exit() or a signal; an error is logged and the others still run.
+local on_shutdown = {}
+function ctl.on_shutdown(...)
+    return trigger_reset(on_shutdown, function() end, ...)
+end
+
+local function run_shutdown()
+    local copy = {}
+    for i = 1, #on_shutdown do
+        copy[i] = on_shutdown[i]
+    end
+    for _, fn in ipairs(copy) do
+        local ok, err = pcall(fn)
+        if not ok then
+            log.error(tostring(err))
+        end
+    end
+end
+
 local function install()
     rawset(box, 'ctl', ctl)
 end
 
-return {install = install}
+return {install = install, run_shutdown = run_shutdown}

@@ -17,7 +17,10 @@ class CtlApi:
         blocking = {"wait_ro": self.wait_ro, "replication_restart": self.replication_restart,
                     "clear_synchro_queue": self.clear_synchro_queue}
         chunk = runtime.load(read_source("box/ctl.lua"), "@box/ctl.lua")
-        self.lua = chunk(runtime.table(blocking), runtime.wait, box_table)
+        self.lua = chunk(runtime.table(blocking), runtime.wait, box_table,
+                         storage.spaces.trigger_reset, runtime.globals.require(b"log"))
+        run_shutdown = self.lua[b"run_shutdown"]
+        storage.instance.shutdown_hooks.append(lambda: runtime.call(run_shutdown))
 
     def wait_ro(self, want_ro: bool, timeout: float | None) -> None:
         self.storage.box.wait_ro(bool(want_ro), timeout)

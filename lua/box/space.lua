@@ -436,7 +436,7 @@ end
 
 -- triggers --------------------------------------------------------------------------
 
--- lbox_trigger_reset(): list, add, replace or delete in `list` (newest first).
+-- lbox_trigger_reset(): list, add, replace or delete in `list` (kept newest first).
 local function trigger_reset(list, changed, ...)
     local top = select('#', ...)
     local new, old = ...
@@ -469,9 +469,10 @@ local function trigger_reset(list, changed, ...)
         changed(list)
         return
     end
-    local copy = {}
-    for i = 1, #list do
-        copy[i] = list[i]
+    -- listed oldest first, as 2.6.0 lists them (they run newest first)
+    local copy, n = {}, #list
+    for i = 1, n do
+        copy[i] = list[n + 1 - i]
     end
     return copy
 end
