@@ -419,26 +419,42 @@ def handle_sequence(space: "Space", stmt: "Statement") -> None:
     rtype = request.type
     if rtype != _INSERT and rtype != _REPLACE:
         return
-    seq = space.sequence
-    assert seq is not None
-    if not seq.is_generated:
-        seq.catalogue.check_access(seq)
     tup = request.tuple
-    fieldno = space.sequence_fieldno
-    if 0 not in space.indexes or not isinstance(tup, (list, tuple)) or len(tup) <= fieldno:
-        return
-    value = tup[fieldno]
-    tokens = path_tokens(space.sequence_path)
-    for token in tokens or ():
-        found, value = _child(value, token)
-        if not found:
-            return
-    if value is None:
-        generated = seq.catalogue.next(seq)
-        new = _with_value(tup, [fieldno, *(tokens or ())], generated)
+    new = sequence_tuple(space, tup)
+    if new is not tup:
         if isinstance(request, PutRequest):
             stmt.request = PutRequest(rtype, request.space_id, new)
         else:
             stmt.request = dataclasses.replace(request, tuple=new)
-    elif type(value) is int and INT64_MIN <= value <= INT64_MAX:
+
+
+def sequence_tuple(space: "Space", tup: Any) -> Any:
+    """The tuple an INSERT/REPLACE of `tup` into `space` (which has a sequence)
+    stores: `tup` with the next value in place of a nil sequence field, or `tup`
+    itself (having moved the sequence to an explicit value)."""
+    seq = space.sequence
+    assert seq is not None
+    if not seq.is_generated:
+        seq.catalogue.check_access(seq)
+    fieldno = space.sequence_fieldno
+    if 0 not in space.indexes or not isinstance(tup, (list, tuple)) or len(tup) <= fieldno:
+        return tup
+    value = tup[fieldno]
+    path = space.sequence_path
+    if path is None:
+        if value is None:
+            generated = seq.catalogue.next(seq)
+            new = list(tup)
+            new[fieldno] = generated
+            return tuple(new) if type(tup) is tuple else new
+    else:
+        tokens = path_tokens(path) or []
+        for token in tokens:
+            found, value = _child(value, token)
+            if not found:
+                return tup
+        if value is None:
+            return _with_value(tup, [fieldno, *tokens], seq.catalogue.next(seq))
+    if type(value) is int and INT64_MIN <= value <= INT64_MAX:
         seq.catalogue.update(seq, value)
+    return tup

@@ -31,7 +31,9 @@ from spindle.core.box.field_types import (
 from spindle.core.iproto.msgpack import pack_tuple, tuple_bsize
 from spindle.core.box.index import DupMode, Index, IndexDef, IndexType, make_index
 from spindle.core.box.key_def import normalize_key
-from spindle.core.box.sequence import Sequence as SpaceSequence, handle_sequence
+from spindle.core.box.sequence import (
+    Sequence as SpaceSequence, handle_sequence, sequence_tuple,
+)
 from spindle.core.box.txn import PutRequest, Statement, Txn, TxnManager, put_row
 from spindle.core.box.update import check_ops, update_tuple, upsert_tuple
 from spindle.core.fiber.trigger import TriggerList
@@ -393,14 +395,17 @@ class Space:
     def put_in_txn(self, txn: Txn, tup: Sequence[Any], rtype: int) -> tuple:
         """put() inside `txn`, the running fiber's open transaction, with the usual
         statement run in this one frame: a transaction of this instance's own
-        (not an applier's), a memtx space with no trigger nor sequence. That statement is what
-        execute() + execute_stmt() make of it, in their order: the tuple stored
-        (_put), then the statement and its redo row join the transaction (a
-        failure before that leaves nothing to undo: the indexes refuse all or
-        nothing). Anything else takes execute()."""
+        (not an applier's), a memtx space with no trigger. That statement is what
+        execute() + execute_stmt() make of it, in their order: the sequence's
+        value in place (sequence_tuple), the tuple stored (_put), then the
+        statement and its redo row join the transaction (a failure before that
+        leaves nothing to undo: the indexes refuse all or nothing). Anything else
+        takes execute()."""
         if (txn.replicated or self.engine != "memtx" or len(self.before_replace)
-                or len(self.on_replace) or self.sequence is not None):
+                or len(self.on_replace)):
             return self.txns.execute(self, PutRequest(rtype, self.id, tup))
+        if self.sequence is not None:        # execute_stmt's handle_sequence
+            tup = sequence_tuple(self, tup)
         new, displaced, data = self._put(tup, _STORE_MODE[rtype])
         if data is None:
             # a value MsgPack cannot hold: execute() fails in the redo row after

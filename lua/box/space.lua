@@ -130,7 +130,8 @@ local txn_hint = {open = false}
 -- not a bridge, that does the statement, or answers false having done nothing when
 -- no transaction is open (an error comes back as (false, error)). Otherwise, and
 -- then, the statement goes through wait(): the autocommit waits for the WAL.
-local function put_fields(name, sid, ...)
+-- true when the stored tuple is the fields given, else that tuple.
+local function put_call(name, sid, ...)
     local result
     if txn_hint.open or not co_isyieldable() then
         local err
@@ -144,6 +145,11 @@ local function put_fields(name, sid, ...)
     else
         result = wait(blocking[name], sid, ...)
     end
+    return result
+end
+
+local function put_fields(name, sid, ...)
+    local result = put_call(name, sid, ...)
     if result == true then
         return {...}
     end
@@ -151,19 +157,21 @@ local function put_fields(name, sid, ...)
 end
 
 local MAX_PLAIN_FIELDS, MAX_EXACT = 128, 2^53
+local NULL = box.NULL
 
 -- The field count of `t` when it is an array of strings, booleans and numbers that
 -- come back from Python unchanged (not -0, NaN, or beyond 2^53, which become
--- int64 cdata), with no other keys and no serializer hint but a tuple's: then it
--- converts to exactly these fields. nil otherwise. One walk with next() proves
--- both: its keys must come as 1, 2, ..., n, which they do for an array (a
--- table whose integer keys sit in its hash part may come otherwise and just
--- takes the general way).
+-- int64 cdata), or box.NULL (a nil field: the key an auto-increment fills), with
+-- no other keys and no serializer hint but a tuple's: then it converts to exactly
+-- these fields. nil otherwise; and whether a box.NULL is among them. One walk
+-- with next() proves both: its keys must come as 1, 2, ..., n, which they do for
+-- an array (a table whose integer keys sit in its hash part may come otherwise
+-- and just takes the general way).
 local function plain_length(t)
     if type(t) ~= 'table' or (getmetatable(t) ~= nil and not is_tuple(t)) then
         return nil
     end
-    local n = 0
+    local n, has_null = 0, false
     local k, v = next(t)
     while k ~= nil do
         n = n + 1
@@ -176,20 +184,40 @@ local function plain_length(t)
                 return nil
             end
         elseif kind ~= 'string' and kind ~= 'boolean' then
-            return nil
+            if not rawequal(v, NULL) then
+                return nil
+            end
+            has_null = true
         end
         k, v = next(t, k)
     end
-    return n
+    return n, has_null
 end
 
 local function put(name, fields_name, sid, t)
-    local n = plain_length(t)
+    local n, has_null = plain_length(t)
     if n == nil then
         return dml(name, sid, t)
     end
     dml_epoch = dml_epoch + 1
-    return put_fields(fields_name, sid, unpack(t, 1, n))
+    if not has_null then
+        return put_fields(fields_name, sid, unpack(t, 1, n))
+    end
+    -- box.NULL travels as a nil argument (None in Python); a stored tuple that is
+    -- the fields given comes back as a copy of them (box.NULL kept)
+    local args, fields = {}, {}
+    for i = 1, n do
+        local v = t[i]
+        fields[i] = v
+        if not rawequal(v, NULL) then
+            args[i] = v
+        end
+    end
+    local result = put_call(fields_name, sid, unpack(args, 1, n))
+    if result == true then
+        return fields
+    end
+    return result
 end
 
 -- index objects ---------------------------------------------------------------------
