@@ -6,14 +6,22 @@ from typing import Any
 import greenlet
 import lupa.luajit21 as lupa
 
-from spindle.core.iproto.errors import BoxError
+from spindle.core.iproto.errors import BoxError, CustomError, ErrorCode
 from spindle.core.fiber import FiberSwitchForbidden
+
+# error chains longer than this are cut (as the IPROTO error stack is)
+_PREV_DEPTH_MAX = 64
+# 2.6.0's non-ClientError classes that go over IPROTO as ER_SYSTEM; the rest of
+# them as ER_PROC_LUA (ClientError::get_errcode)
+_SYSTEM_TYPES = frozenset({"SystemError", "SocketError", "TimedOut"})
 
 
 class LuaError(BoxError):
     """An error raised by Lua code (error('text') or error(non-box-value))."""
 
     type = "LuajitError"
+    # where 2.6.0's luaT_toerror() makes one (its IPROTO FILE/LINE, Lua's trace)
+    file, line = "./src/lua/utils.c", 1005
 
     def __init__(self, message: str, lua_traceback: str = ""):
         super().__init__(message)
@@ -41,24 +49,83 @@ def from_lua(info: Any, to_text) -> BaseException:
     err, lua_traceback = info[b"err"], info[b"traceback"]
     lua_traceback = lua_traceback.decode(errors="replace") if lua_traceback else ""
     lua_traceback = _user_frames(lua_traceback)
-    exc: BaseException
-    py = _field(err, b"_py")
-    if py is not None:
-        exc = py
-    elif _field(err, b"message") is not None and _field(err, b"code") is not None:
-        type_name = to_text(_field(err, b"type"))
-        cls = _FROM_LUA_TYPES.get(type_name)
-        exc = cls() if cls else BoxError(to_text(_field(err, b"message")),
-                                         int(_field(err, b"code")))
-        if not cls:
-            exc.type = type_name
-    else:
-        exc = LuaError(to_text(err))
+    exc = error_from_lua(err, to_text)
     try:
         exc.lua_traceback = lua_traceback
     except AttributeError:
         pass
     return exc
+
+
+def error_from_lua(err: Any, to_text, depth: int = 0) -> BaseException:
+    """The Python exception for a Lua error value: a box.error object (lua/errors.lua)
+    with its type, code, message, trace, errno, class fields and prev chain, or any
+    other value as a LuajitError."""
+    if _field(err, b"message") is None or _field(err, b"base_type") is None:
+        return LuaError(to_text(err))
+    py = _field(err, b"_py")
+    exc: BaseException
+    if py is not None:
+        exc = py
+    else:
+        exc = _made_in_lua(err, to_text)
+    if isinstance(exc, BoxError):
+        # set_prev() may have changed the chain of an error that came from Python
+        prev = _field(err, b"prev")
+        exc.prev = (error_from_lua(prev, to_text, depth + 1)   # type: ignore[assignment]
+                    if prev is not None and depth < _PREV_DEPTH_MAX else None)
+    return exc
+
+
+def _made_in_lua(err: Any, to_text) -> BaseException:
+    """A box.error.new() object as the exception 2.6.0 would have: a CustomError, or
+    a box error of the object's type, located where the object says."""
+    type_name = to_text(_field(err, b"type"))
+    base_type = to_text(_field(err, b"base_type"))
+    message = to_text(_field(err, b"message"))
+    cls = _FROM_LUA_TYPES.get(type_name)
+    if cls is not None:
+        return cls()
+    code = _field(err, b"code")
+    exc: BoxError
+    if base_type == "CustomError":
+        exc = CustomError(type_name, message, int(code or 0))
+    else:
+        if code is None:
+            code = ErrorCode.ER_SYSTEM if base_type in _SYSTEM_TYPES else ErrorCode.ER_PROC_LUA
+        exc = BoxError(message, int(code))
+        exc.type = type_name
+        if base_type != type_name:
+            exc.base_type = base_type
+    errno = _field(err, b"errno")
+    if errno:
+        exc.errno = int(errno)
+    trace = _field(_field(err, b"trace"), 1)
+    file, line = _field(trace, b"file"), _field(trace, b"line")
+    if file is not None and line is not None:
+        exc.located(to_text(file), int(line))
+    return exc
+
+
+REFLECTED = ("custom_type", "object_type", "object_name", "access_type")
+
+
+def lua_extra(exc: BaseException) -> dict[str, Any]:
+    """What lua/errors.lua's new() takes besides type, code and message: the base
+    type, errno, the class fields, and the trace of an error that has a location."""
+    if not isinstance(exc, BoxError):
+        return {}
+    extra: dict[str, Any] = {"base_type": exc.base_type or exc.type}
+    errno = getattr(exc, "errno", 0)
+    if errno:
+        extra["errno"] = int(errno)
+    for key, value in (exc.fields or {}).items():
+        if key in REFLECTED:
+            extra[key] = value
+    file, line = getattr(exc, "file", None), getattr(exc, "line", None)
+    if file is not None and line is not None:
+        extra["trace"] = [{"file": str(file), "line": int(line)}]
+    return extra
 
 
 def _user_frames(lua_traceback: str) -> str:

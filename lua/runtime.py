@@ -135,16 +135,18 @@ class LuaRuntime:
             fiber.storage["last_error"] = exc
         if getattr(exc, "lua_plain", False):
             return str(exc).encode("utf-8", "surrogateescape")
-        type_name, code, message = lua_errors.describe(exc)
-        return self._from_python(exc, type_name.encode("utf-8", "surrogateescape"), code,
-                                 message.encode("utf-8", "surrogateescape"))
+        return self.error_object(exc)
 
-    def error_object(self, exc: BaseException):
-        """A box.error object for `exc` as a value (an error a peer sent), without
-        making it the fiber's last error."""
+    def error_object(self, exc: BaseException, depth: int = 0):
+        """A box.error object for `exc` (with its prev chain) as a value (an error a
+        peer sent), without making it the fiber's last error."""
         type_name, code, message = lua_errors.describe(exc)
+        prev = getattr(exc, "prev", None)
+        prev_object = (self.error_object(prev, depth + 1)
+                       if isinstance(prev, BaseException) and depth < 64 else None)
         return self._from_python(exc, type_name.encode("utf-8", "surrogateescape"), code,
-                                 message.encode("utf-8", "surrogateescape"))
+                                 message.encode("utf-8", "surrogateescape"),
+                                 self.to_lua(lua_errors.lua_extra(exc)), prev_object)
 
     # ------------------------------------------------------- exposing Python
 

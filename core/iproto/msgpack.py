@@ -45,7 +45,7 @@ from typing import Any, Callable
 import msgpack
 
 from spindle.core.iproto.constants import MpType
-from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
+from spindle.core.iproto.errors import BoxError, ClientError, CustomError, ErrorCode
 
 _UINT64_MAX = (1 << 64) - 1
 _pack_u16 = struct.Struct(">H").pack
@@ -483,13 +483,14 @@ def _error_one(entry: Any) -> BoxError | None:
     if err_type == "CustomError":
         if "custom_type" not in fields:
             return None
-        err = BoxError(got["message"], got["code"])
-        err.type = fields["custom_type"]
+        err = CustomError(fields["custom_type"], got["message"], got["code"])
     elif err_type == "AccessDeniedError" and not all(f in fields for f in _ACCESS_FIELDS):
         return None
     elif err_type in _ERROR_CLASS_CODE:
         err = BoxError(got["message"], _ERROR_CLASS_CODE[err_type])
         err.type = err_type
+        if err_type == "AccessDeniedError":   # (its fields, in 2.6.0's order)
+            err.fields = {f: fields[f] for f in _ACCESS_FIELDS}
     else:   # ClientError, and any type 2.6.0 does not know, which it makes one
         err = BoxError(got["message"], got["code"] if err_type == "ClientError" else 0)
         err.type = "ClientError"

@@ -11,9 +11,9 @@ from typing import Any, Callable
 
 from spindle.core import log
 from spindle.core.box.cfg import Config
-from spindle.core.iproto.errors import (LUA_HIDDEN_CODES, MESSAGES, BoxError, ErrorCode,
-                                        format_message)
+from spindle.core.iproto.errors import LUA_HIDDEN_CODES, MESSAGES, ErrorCode
 
+from .. import errors as lua_errors
 from ..runtime import read_source
 
 
@@ -30,18 +30,19 @@ class BoxModule:
         self.on_first_configure: list[Callable[[dict], None]] = []
         self.on_first_configure_failed: list[Callable[[], None]] = []
         natives = {
-            "format": lambda code, args: format_message(MESSAGES.get(int(code), "Unknown error"),
-                                                        tuple(args or ())),
+            "template": lambda code: MESSAGES.get(int(code), "Unknown error"),
             "last_error": self._last_error,
             "clear_error": self._clear_error,
-            "set_last": self._set_last,
             "configured": lambda: self.config.configured,
         }
+        bridges = {k: runtime.bridge(v) for k, v in natives.items()}
+        # (gets the box.error object itself, read at once and not kept)
+        bridges["set_last"] = runtime.bridge(self._set_last, convert_args=False)
         codes = {member.name[3:]: int(member) for member in ErrorCode
                  if member not in LUA_HIDDEN_CODES}
         chunk = runtime.load(read_source("modules/box.lua"), "@box.lua")
         self.lua_module = chunk(
-            runtime.table({k: runtime.bridge(v) for k, v in natives.items()}),
+            runtime.table(bridges),
             runtime.table({"configure": self._configure}),
             runtime.wait, runtime.convert.NULL, runtime.to_lua(codes),
             runtime._error_helpers)
@@ -112,12 +113,11 @@ class BoxModule:
         exc = fiber.storage.get("last_error") if fiber else None
         return self.runtime.error_to_lua(exc) if exc is not None else None
 
-    def _set_last(self, type_name: str, code: int, message: str) -> None:
+    def _set_last(self, err) -> None:
+        """box.error.set(err), and box.error(...) before it raises."""
         fiber = self.instance.sched.current
         if fiber:
-            exc = BoxError(message, code)
-            exc.type = type_name
-            fiber.storage["last_error"] = exc
+            fiber.storage["last_error"] = lua_errors.error_from_lua(err, self.runtime.convert.text)
 
     def _clear_error(self) -> None:
         fiber = self.instance.sched.current
