@@ -21,7 +21,7 @@ import pytest
 from spindle.core.iproto.request import decode_dml_body
 from spindle.core.xlog.files import XlogReader
 
-from .oracle import SPINDLE, both, run_script, tarantool_binary
+from .oracle import SPINDLE, both, run_script, serve_both, tarantool_binary
 
 PRELUDE = """
 box.cfg{log_level = 1}
@@ -376,3 +376,57 @@ def test_each_data_dir_opened_by_the_other(tmp_path):
         outputs[directory] = first.stdout + again.stdout
     assert outputs["tarantool"] == outputs["spindle"]
     assert outputs["tarantool"].startswith("[21, 'd']\t['k', 41]\n21LL\t7LL\t-100LL\n8\t-101\n")
+
+
+# ------------------------------------------------------------- over IPROTO
+
+SERVER = """
+box.cfg{log_level = 1}
+box.schema.user.create('u', {password = 'pw'})
+local s = box.schema.sequence.create('s', {start = 10})
+local t = box.schema.space.create('t')
+t:create_index('pk', {sequence = 's'})
+local g = box.schema.space.create('g')
+g:create_index('pk', {sequence = true})
+box.schema.user.grant('u', 'read,write', 'space', 't')
+box.schema.user.grant('u', 'read,write', 'space', 'g')
+box.schema.user.create('a', {password = 'pw'})
+box.schema.user.grant('a', 'super')
+box.cfg{listen = '127.0.0.1:' .. arg[1]}
+"""
+
+
+def test_iproto_inserts_and_sequence_access_as_2_6_0(tmp_path):
+    """Through the connector: a nil key auto-increments, an attached sequence needs
+    write on it (the generated one goes with the space's rights), an explicit key
+    needs it too, and an error leaves the value where it went."""
+    import tarantool
+
+    def scenario(port):
+        out = []
+        conn = tarantool.Connection("127.0.0.1", port, user="u", password="pw")
+        admin = tarantool.Connection("127.0.0.1", port, user="a", password="pw")
+        for space, tup in (("g", (None, "generated")), ("g", (7, "explicit")),
+                           ("g", (None, "after")), ("t", (None, "attached")),
+                           ("t", (3, "explicit"))):
+            try:
+                out.append(conn.insert(space, tup).data)
+            except tarantool.error.DatabaseError as exc:
+                out.append([exc.args[0], exc.args[1]])
+        out.append(admin.eval("box.session.su('admin', box.schema.user.grant, 'u', 'write', "
+                              "'sequence', 's')").data)
+        out.append(conn.insert("t", (None, "granted")).data)
+        out.append(conn.replace("t", (None, "replaced")).data)
+        try:
+            conn.insert("t", (11, "duplicate"))
+        except tarantool.error.DatabaseError as exc:
+            out.append([exc.args[0], exc.args[1]])
+        out.append(admin.eval("return box.sequence.s:current(), "
+                              "box.sequence.g_seq:current()").data)
+        conn.close()
+        admin.close()
+        return out
+
+    real, ours = serve_both(SERVER, tmp_path, scenario)
+    assert real[0] == [[1, "generated"]] and real[3][0] == 42
+    assert ours == real
