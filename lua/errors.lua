@@ -54,7 +54,10 @@ end
 
 -- error_set_prev() of 2.6.0's diag.c, cycle check and unlinking as there.
 function methods.set_prev(e, prev)
-    if not is_error(e) or (prev ~= nil and not is_error(prev)) then
+    if not is_error(e) then
+        error('builtin/error.lua:134: Usage: error1:set_prev(error2)', 0)
+    end
+    if prev ~= nil and not is_error(prev) then
         error('builtin/error.lua:138: Usage: error1:set_prev(error2)', 0)
     end
     if prev ~= nil then
