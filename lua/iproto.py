@@ -111,22 +111,24 @@ class LuaBoxExecutor(BoxExecutor):
     # ----------------------------------------------------------- functions
 
     def call(self, session: Session, request: rq.Call) -> list:
-        name = request.name
-        args = self._lua_args(request.args)
-        func = self.box.schema.func_by_name(name)
-        if func is not None:
-            self.access.check_function(session.euid, func)
-            if func.setuid:
-                owner = self.box.schema.users.get(func.owner)
-                if owner is not None:
-                    with session.su(SessionUser(owner.id, owner.name)):
-                        results = self._run_function(name, func, args)
-                    return self._call_result(request, results)
-            results = self._run_function(name, func, args)
-        else:
-            self.access.check_universe(session.euid, Priv.X, "function", name)
-            results = self._run_global(name, args)
+        results = self.call_function(session, request.name, self._lua_args(request.args))
         return self._call_result(request, results)
+
+    def call_function(self, session: Session, name: str, args: list | BoxError) -> tuple:
+        """The function a CALL (or box.func.<name>:call()) names, run as `session`:
+        a persistent one of _func (execute access to it, its owner's rights when
+        setuid, its body or the global of its name), else a global Lua function
+        (execute access to the universe). Returns its Lua results."""
+        func = self.box.schema.func_by_name(name)
+        if func is None:
+            self.access.check_universe(session.euid, Priv.X, "function", name)
+            return self._run_global(name, args)
+        self.access.check_function(session.euid, func)
+        owner = self.box.schema.users.get(func.owner) if func.setuid else None
+        if owner is None:
+            return self._run_function(name, func, args)
+        with session.su(SessionUser(owner.id, owner.name)):
+            return self._run_function(name, func, args)
 
     def _wire_results(self, results: tuple) -> list:
         """Lua results as they go out (a result nested past what Python's stack

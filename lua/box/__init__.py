@@ -34,6 +34,7 @@ from spindle.core.iproto.errors import BoxError
 from spindle.core.net.session import current_session
 
 from .ctl import CtlApi
+from .func import FuncApi
 from .info import InfoApi
 from .schema import SchemaApi
 from .sequence import SequenceApi
@@ -75,9 +76,10 @@ class BoxStorage:
         self.info = InfoApi(self, box_table)
         self.ctl = CtlApi(self, box_table)
         self.spark = SparkApi(self, box_table)      # box.spark (Spark loads on first use)
+        self.funcs = FuncApi(self, box_table)       # box.func
         self._installers = [api.lua[b"install"] for api in
                             (self.spaces, self.txn, self.sequence, self.schema, self.info,
-                             self.ctl, self.spark)]
+                             self.ctl, self.spark, self.funcs)]
         # what 2.6.0 has before box.cfg: box.index (iterator types), box.ctl
         self.spaces.lua[b"install_early"]()
         self.ctl.lua[b"install"]()

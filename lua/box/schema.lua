@@ -81,7 +81,16 @@ function schema.role.info(name) return native.user_info(name, 'role') end
 
 -- functions ----------------------------------------------------------------------------
 
-function schema.func.create(name, options) ddl('func_create', name, options) end
+function schema.func.create(name, options)
+    -- a body must compile, as 2.6.0 loads it when the _func row goes in
+    if type(options) == 'table' and type(options.body) == 'string' then
+        local ok, err = loadstring('return ' .. options.body)
+        if not ok then
+            box.error(box.error.LOAD_FUNCTION, name, err)
+        end
+    end
+    ddl('func_create', name, options)
+end
 function schema.func.drop(name, options) ddl('func_drop', name, options) end
 function schema.func.exists(name) return native.func_exists(name) end
 

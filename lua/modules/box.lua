@@ -156,9 +156,15 @@ local not_yet = {info = true, space = true, snapshot = true, schema = true,
                  begin = true, commit = true, rollback = true, atomic = true,
                  slab = true, stat = true, once = true, backup = true, func = true,
                  sequence = true, feedback = true}
-setmetatable(box, {__index = function(_, key)
+-- Parts computed on each look-up once configured (box.func: lua/box/func.lua).
+local lazy = {}
+setmetatable(box, {lazy = lazy, __index = function(_, key)
     if not_yet[key] and not native.configured() then
         error('Please call box.cfg{} first', 2)
+    end
+    local get = lazy[key]
+    if get ~= nil then
+        return get()
     end
 end})
 

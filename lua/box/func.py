@@ -1,0 +1,64 @@
+"""box.func for Lua (lua/box/func.lua): the definitions of _func as 2.6.0 shows them,
+and func:call(args), which runs the function as an IPROTO CALL of it would
+(lua/iproto.py `call_function`: access, setuid, body or global) as the caller's
+session."""
+from __future__ import annotations
+
+from typing import Any
+
+from spindle.core.box.schema import FUNC_ID
+
+from ..runtime import Multi, read_source
+
+# _func fields (2.6.0's format)
+_ID, _NAME, _SETUID, _LANGUAGE, _BODY, _RETURNS, _AGGREGATE = 0, 2, 3, 4, 5, 8, 9
+_IS_DETERMINISTIC, _IS_SANDBOXED, _EXPORTS, _OPTS = 11, 12, 14, 15
+
+
+def definition(row: list) -> dict[str, Any]:
+    """One _func row as box.func.<name> holds it: `body` and `is_sandboxed` only for
+    a function with a body, `exports` as {lua = bool, sql = bool}."""
+    def field(number: int, default: Any) -> Any:
+        return row[number] if len(row) > number else default
+
+    exports = [str(item).upper() for item in field(_EXPORTS, ["LUA"]) or []]
+    opts = field(_OPTS, {}) or {}
+    result = {
+        "id": row[_ID], "name": row[_NAME], "setuid": bool(row[_SETUID]),
+        "language": row[_LANGUAGE], "returns": field(_RETURNS, "any"),
+        "aggregate": field(_AGGREGATE, "none"),
+        "is_deterministic": bool(field(_IS_DETERMINISTIC, False)),
+        "is_multikey": bool(opts.get("is_multikey", False)) if isinstance(opts, dict) else False,
+        "exports": {"lua": "LUA" in exports, "sql": "SQL" in exports},
+    }
+    body = field(_BODY, "")
+    if body:
+        result["body"] = body
+        result["is_sandboxed"] = bool(field(_IS_SANDBOXED, False))
+    return result
+
+
+class FuncApi:
+    def __init__(self, storage, box_table):
+        self.storage = storage
+        runtime = storage.runtime
+        native = {"schema_version": lambda: self.storage.box.schema.version,
+                  "definitions": self.definitions}
+        blocking = {"call": self.call}
+        chunk = runtime.load(read_source("box/func.lua"), "@box/func.lua")
+        self.lua = chunk(runtime.table({k: runtime.bridge(v) for k, v in native.items()}),
+                         runtime.table(blocking), runtime.wait, box_table)
+
+    def definitions(self) -> list[dict[str, Any]]:
+        space = self.storage.box.engine.space(FUNC_ID)
+        return [definition(list(row)) for row in space.select()]
+
+    def call(self, name: str, args: Any) -> tuple:
+        """func:call(args), in the calling fiber (a wait-request: it may yield)."""
+        to_py = self.storage.runtime.to_py
+        name, args = to_py(name), to_py(args)
+        if isinstance(args, dict):          # {} or a table with holes
+            args = [args[key] for key in sorted(k for k in args if isinstance(k, int))]
+        service = self.storage.instance.iproto
+        session = service.sessions.current()
+        return Multi(service.executor.call_function(session, name, list(args or [])))
