@@ -16,7 +16,8 @@ local methods = {}
 
 -- The class fields 2.6.0's reflection adds to an error (and to its unpack()).
 local REFLECTED = {'custom_type', 'object_type', 'object_name', 'access_type'}
--- Base types that have a code in Lua (ClientError and its subclasses in 2.6.0).
+-- Base types that have a code in Lua (ClientError and its subclasses in 2.6.0;
+-- CLIENT_ERROR_TYPES of core/iproto/errors.py).
 local HAS_CODE = {ClientError = true, AccessDeniedError = true, CustomError = true}
 
 local function is_error(value)

@@ -6,14 +6,11 @@ from typing import Any
 import greenlet
 import lupa.luajit21 as lupa
 
-from spindle.core.iproto.errors import BoxError, CustomError, ErrorCode
+from spindle.core.iproto.errors import BoxError, CustomError
 from spindle.core.fiber import FiberSwitchForbidden
 
 # error chains longer than this are cut (as the IPROTO error stack is)
 _PREV_DEPTH_MAX = 64
-# 2.6.0's non-ClientError classes that go over IPROTO as ER_SYSTEM; the rest of
-# them as ER_PROC_LUA (ClientError::get_errcode)
-_SYSTEM_TYPES = frozenset({"SystemError", "SocketError", "TimedOut"})
 
 
 class LuaError(BoxError):
@@ -91,9 +88,8 @@ def _made_in_lua(err: Any, to_text) -> BaseException:
     if base_type == "CustomError":
         exc = CustomError(type_name, message, int(code or 0))
     else:
-        if code is None:
-            code = ErrorCode.ER_SYSTEM if base_type in _SYSTEM_TYPES else ErrorCode.ER_PROC_LUA
-        exc = BoxError(message, int(code))
+        # (a code-less type goes out with its class's code: iproto_code())
+        exc = BoxError(message, int(code or 0))
         exc.type = type_name
         if base_type != type_name:
             exc.base_type = base_type

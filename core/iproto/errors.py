@@ -572,6 +572,23 @@ class CustomError(ClientError):
 # class (ClientError::get_errcode): a SystemError such as TimedOut goes out as
 # ER_SYSTEM, anything else (FiberIsCancelled, Lua errors) as ER_PROC_LUA. Measured
 # on the 2.6.0 binary with a raw CALL; Lua's `err.code` is nil for both.
+# The base types that are ClientErrors in 2.6.0: their own code goes out (and Lua
+# shows it as err.code); the other classes go out with their class's code.
+CLIENT_ERROR_TYPES = frozenset({"ClientError", "AccessDeniedError", "CustomError"})
+_CLASS_CODES = {"OutOfMemory": ErrorCode.ER_MEMORY_ISSUE, "SystemError": ErrorCode.ER_SYSTEM,
+                "SocketError": ErrorCode.ER_SYSTEM, "TimedOut": ErrorCode.ER_SYSTEM,
+                "CollationError": ErrorCode.ER_CANT_CREATE_COLLATION}
+
+
+def iproto_code(err: BoxError) -> int:
+    """The code of `err` in an IPROTO error reply, as 2.6.0's
+    ClientError::get_errcode() gives it."""
+    base_type = err.base_type or err.type
+    if base_type in CLIENT_ERROR_TYPES:
+        return int(err.code)
+    return _CLASS_CODES.get(base_type, ErrorCode.ER_PROC_LUA)
+
+
 class FiberIsCancelled(BoxError):
     type = "FiberIsCancelled"
 

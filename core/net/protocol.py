@@ -25,7 +25,7 @@ import msgpack
 from spindle.core.iproto.constants import (
     IPROTO_BODY_LEN_MAX, IPROTO_KEY_MAX, IPROTO_KEY_TYPE, IprotoKey, IprotoType, MpType,
 )
-from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
+from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode, iproto_code
 from spindle.core.iproto.msgpack import (
     MP_TYPE_OF_BYTE, MsgpackError, MsgpackRaw, decode_uint as _decode_uint, ext_hook, mp_next,
     needs_exact, pack, unpack_exact,
@@ -465,7 +465,7 @@ def _location(err: BaseException) -> tuple[str, int]:
 
 def error_code(err: BaseException) -> int:
     if isinstance(err, BoxError):
-        return int(err.code) & _U32
+        return iproto_code(err) & _U32
     return ErrorCode.ER_PROC_LUA
 
 
