@@ -160,6 +160,7 @@ class BoxStorage:
         wait-request), returns when the box is up."""
         cwd = os.getcwd()
         try:
+            self._run_schema_init()
             self.box.start(values)
         except BaseException as exc:
             self._discard_box()
@@ -174,6 +175,14 @@ class BoxStorage:
         for install in self._installers:
             install()
         self.sequence.install()          # (its objects are blessed by box.schema)
+
+    def _run_schema_init(self) -> None:
+        """box.ctl.on_schema_init triggers, with box.space already there for them
+        (the system spaces exist from the Box's creation)."""
+        def install_spaces() -> None:
+            self.spaces.install()
+            self.spaces.lua[b"install"]()
+        self.runtime.call(self.ctl.lua[b"run_schema_init"], self.runtime.bridge(install_spaces))
 
     def _panic(self, exc: Exception) -> None:
         """box_cfg() of 2.6.0: whatever stops the storage part of the first box.cfg

@@ -54,8 +54,30 @@ local function run_shutdown()
     end
 end
 
+-- box.ctl.on_schema_init: triggers run in the first box.cfg once the system spaces
+-- exist and before anything is recovered or joined, so that box.space._space and
+-- the others can get triggers that see every row recovery brings.
+local on_schema_init = {}
+function ctl.on_schema_init(...)
+    return trigger_reset(on_schema_init, function() end, ...)
+end
+
+local function run_schema_init(install_spaces)
+    if #on_schema_init == 0 then
+        return
+    end
+    install_spaces()
+    local copy = {}
+    for i = 1, #on_schema_init do
+        copy[i] = on_schema_init[i]
+    end
+    for _, fn in ipairs(copy) do
+        fn()
+    end
+end
+
 local function install()
     rawset(box, 'ctl', ctl)
 end
 
-return {install = install, run_shutdown = run_shutdown}
+return {install = install, run_shutdown = run_shutdown, run_schema_init = run_schema_init}
