@@ -136,6 +136,24 @@ end
 -- Built from a Python exception object (a lupa-wrapped Python object); `extra`
 -- as for new(), `prev` the error object of the exception's cause.
 local function from_python(exc, type_name, code, message, extra, prev)
+    if extra.trace == nil then
+        -- no C position to show: the Lua code that made the call which failed
+        -- (the first Lua frame above this call from Python, not the driver's; an
+        -- error for a coroutine that waited has none here, and keeps {})
+        local level = 2
+        while true do
+            local info = debug.getinfo(level, 'Sl')
+            if info == nil then
+                extra.trace = {}
+                break
+            end
+            if info.what ~= 'C' and info.short_src ~= 'driver.lua' then
+                extra.trace = {{file = info.short_src, line = info.currentline}}
+                break
+            end
+            level = level + 1
+        end
+    end
     local err = new(type_name, code, message, exc, 3, extra)
     if prev ~= nil then
         err.prev = prev
