@@ -564,6 +564,10 @@ class CustomError(ClientError):
 
     def __init__(self, custom_type: str, message: str, code: int = 0):
         BoxError.__init__(self, message, code)
+        # 2.6.0 keeps the name in 64 bytes: a longer one is cut (bytewise)
+        raw = custom_type.encode("utf-8", "surrogateescape")
+        if len(raw) > 63:
+            custom_type = raw[:63].decode("utf-8", "surrogateescape")
         self.type = custom_type
         self.fields = {"custom_type": custom_type}
 

@@ -496,8 +496,18 @@ def error_stack(err: BaseException) -> list[BaseException]:
     return stack
 
 
+# 2.6.0 formats every error's message into a 512-byte buffer (DIAG_ERRMSG_MAX):
+# the bytes past 511 never reach a client, even in the middle of a character
+_ERRMSG_MAX = 511
+
+
 def error_message(err: BaseException) -> str:
-    return err.message if isinstance(err, BoxError) else f"{type(err).__name__}: {err}"
+    text = err.message if isinstance(err, BoxError) else f"{type(err).__name__}: {err}"
+    if len(text) > _ERRMSG_MAX // 4:
+        raw = text.encode("utf-8", "surrogateescape")
+        if len(raw) > _ERRMSG_MAX:
+            text = raw[:_ERRMSG_MAX].decode("utf-8", "surrogateescape")
+    return text
 
 
 def encode_error_body(err: BaseException) -> bytes:

@@ -98,6 +98,9 @@ for k, v in pairs(box.error) do
     if type(v) ~= 'number' and k ~= 'injection' then table.insert(names, k) end
 end
 print(#names)
+print(#box.error.new{reason = string.rep('a', 600)}.message, #box.error.new(1, string.rep('c', 600)).message)
+local long = box.error.new(string.rep('t', 100), string.rep('\xc3\xa9', 300))
+print(#long.message, #long.type, #long.custom_type, long.message:byte(-1))
 os.exit(0)
 """
 

@@ -6,9 +6,10 @@ script; what they see must be the same.
 The server refuses access (insert, update, select, call, eval, an unknown
 function), finds a duplicate key, and runs functions that raise a CustomError
 (table and format forms), a chain of three errors (prev), a plain Lua error() and a
-ClientError made in Lua. A 2.6 net.box read Spindle's AccessDeniedError without its
-MP_ERROR fields as malformed and dropped the connection, so after every error the
-client also checks that the connection still works.
+ClientError made in Lua, and messages and a custom type longer than 2.6.0 keeps.
+A 2.6 net.box read Spindle's AccessDeniedError without its MP_ERROR fields as
+malformed and dropped the connection, so after every error the client also checks
+that the connection still works.
 """
 from __future__ import annotations
 
@@ -52,9 +53,13 @@ end
 function plain() error('plain lua error') end
 function client_err() box.error(box.error.TUPLE_FOUND, 'i', 's') end
 function timeout_err() box.error(box.error.TIMEOUT) end
+function long_err() error(string.rep('d', 600)) end
+function long_custom()
+    box.error{type = string.rep('t', 100), reason = string.rep('\xc3\xa9', 300)}
+end
 function ok() return 1 end
 for _, f in ipairs{'custom_err', 'custom_fmt', 'chained', 'plain', 'client_err',
-                   'timeout_err', 'ok'} do
+                   'timeout_err', 'long_err', 'long_custom', 'ok'} do
     box.schema.func.create(f)
     box.schema.user.grant('guest', 'execute', 'function', f)
 end
@@ -118,6 +123,10 @@ try('plain', function() return c:call('plain') end)
 try('client', function() return c:call('client_err') end)
 try('timeout', function() return c:call('timeout_err') end)
 try('nofunc', function() return c:call('no_such_function') end)
+for _, f in ipairs{'long_err', 'long_custom'} do
+    local _, e = pcall(c.call, c, f)
+    print(f, #e.message, #e.type, e.message:sub(-3) == e.message:sub(-3))
+end
 print('t holds', json.encode(c.space.t:select{}))
 local u = net.connect('127.0.0.1:' .. arg[1], {user = 'u', password = 'bad'})
 print('auth', u.state, u.error)
@@ -154,6 +163,8 @@ RAW_REQUESTS = [
     (10, {0x22: "chained", 0x21: []}),
     (10, {0x22: "plain", 0x21: []}),
     (10, {0x22: "timeout_err", 0x21: []}),
+    (10, {0x22: "long_err", 0x21: []}),              # messages cut at 511 bytes
+    (10, {0x22: "long_custom", 0x21: []}),           # and a type at 63
 ]
 
 
