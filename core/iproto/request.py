@@ -24,7 +24,9 @@ from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.iproto.msgpack import (
     MsgpackError, encode_value, invalid_msgpack, mp_encode_uint, needs_exact, raw_ext, unpack,
 )
-from spindle.core.iproto.xrow import SHORTEST_FROM, NotUsual, XRow, relay_header, usual_header
+from spindle.core.iproto.xrow import (
+    FLAGS_COMMIT, KEY_TSN, SHORTEST_FROM, NotUsual, XRow, relay_header, relay_layout, usual_header,
+)
 
 _pack_u32 = struct.Struct(">I").pack
 
@@ -306,28 +308,30 @@ _TUPLE_KEY = bytes((IprotoKey.TUPLE,))
 
 def _relay_put_frames() -> tuple[Any, dict]:
     """The pattern of decode_relay_put_frame and, by the number of the group that
-    matched, (unpack_from, the tuple's offset in the packet, kind, least LSN)."""
+    matched, (unpack_from, the tuple's offset in the packet, kind, least LSN): the
+    header by xrow.relay_layout, the body {SPACE_ID: uint16, TUPLE: ...} after it."""
     layouts: dict[int, tuple] = {}
     alternatives = []
-    for width, lsn_marker, lsn_format in ((4, rb"\xce", "I"), (2, rb"\xcd", "H")):
-        # {REQUEST_TYPE: INSERT|REPLACE, REPLICA_ID: 1..31 (below VCLOCK_MAX),
-        #  LSN: uint of `width` bytes, TIMESTAMP: double, ...}
-        head = (rb"\x00[\x02\x03]\x02[\x01-\x1f]\x03" + lsn_marker + b"." * width
-                + rb"\x04\xcb" + b"." * 8)
-        head_format = f"xxBxBxx{lsn_format}xxd"
-        head_size = 1 + 2 + 2 + 2 + width + 10
+    body_re = re.escape(_PUT_BODY_HEAD) + b".." + re.escape(_TUPLE_KEY) + b"()"
+    body_format = "x" * len(_PUT_BODY_HEAD) + "H" + "x" * len(_TUPLE_KEY)
+    for width, lsn_marker, lsn_format in ((4, b"\xce", "I"), (2, b"\xcd", "H")):
         # kind 0: a single-row transaction; 1: a row inside a transaction (TSN, a
         # fixint); 2: its last row (TSN, not 0, and FLAGS: COMMIT)
-        for kind, map_head, tail, tail_format, tail_size in (
-                (0, b"\x84", b"", "", 0),
-                (1, b"\x85", rb"\x08[\x00-\x7f]", "xB", 2),
-                (2, b"\x86", rb"\x08[\x01-\x7f]\x09\x01", "xBxx", 4)):
-            # the body {SPACE_ID: uint16, TUPLE: ...} up to the tuple
-            alternatives.append(map_head + head + tail + rb"\x82\x10\xcd..\x21()")
-            body_at = head_size + tail_size
+        for kind, map_head, tail in (
+                (0, b"\x84", (b"", "")),
+                (1, b"\x85", (re.escape(KEY_TSN) + rb"[\x00-\x7f]", "xB")),
+                (2, b"\x86", (re.escape(KEY_TSN) + rb"[\x01-\x7f]" + re.escape(FLAGS_COMMIT),
+                              "xBxx"))):
+            # {REQUEST_TYPE: INSERT|REPLACE, REPLICA_ID: 1..31 (below VCLOCK_MAX),
+            #  LSN: uint of `width` bytes, TIMESTAMP: double, ...}
+            head_re, head_format = relay_layout(
+                map_head, (rb"[\x02\x03]", "B"), (rb"[\x01-\x1f]", "B"),
+                (re.escape(lsn_marker) + b"." * width, "x" + lsn_format), (b"." * 8, "d"), tail)
+            alternatives.append(head_re + body_re)
             layouts[len(alternatives)] = (
-                struct.Struct(">xI" + head_format + tail_format + "xxxHx").unpack_from,
-                body_at + 6, kind, SHORTEST_FROM[1 + width])
+                struct.Struct(">xI" + head_format + body_format).unpack_from,
+                struct.calcsize(">" + head_format + body_format), kind,
+                SHORTEST_FROM[1 + width])
     pattern = re.compile(rb"\xce....(?:" + b"|".join(alternatives) + rb")", re.DOTALL)
     return pattern.match, layouts
 

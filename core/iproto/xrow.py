@@ -17,10 +17,11 @@ anything else is ER_INVALID_MSGPACK "packet header".
 """
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgpack
 
@@ -43,6 +44,65 @@ _unpack_double = struct.Struct(">d").unpack_from
 # after a 0xCE marker: the uint32, then the next key and marker and a double (the
 # layout of a relayed header's LSN and TIMESTAMP)
 _unpack_lsn32_timestamp = struct.Struct(">IBBd").unpack_from
+
+
+# ---------------------------------------------------------------------------
+# The header layout, described once. Every encoder, decoder and pattern of a row
+# header below (and request.py's, wire_tx's) takes its keys, their order and their
+# MsgPack types from this table.
+
+class HeaderKey(NamedTuple):
+    key: int            # the IprotoKey
+    attr: str           # the XRow attribute it carries
+    mp_type: MpType     # the only MsgPack type xrow_header_decode takes for it
+
+
+# xrow_header_encode's order; each written only when its value is not 0, TSN and
+# FLAGS only for a row of a multi-row transaction (see tsn_field). SCHEMA_VERSION is
+# read (a client's request carries it), never written in a row.
+HEADER_LAYOUT = (
+    HeaderKey(IprotoKey.REQUEST_TYPE, "type", MpType.UINT),
+    HeaderKey(IprotoKey.SYNC, "sync", MpType.UINT),
+    HeaderKey(IprotoKey.REPLICA_ID, "replica_id", MpType.UINT),
+    HeaderKey(IprotoKey.GROUP_ID, "group_id", MpType.UINT),
+    HeaderKey(IprotoKey.LSN, "lsn", MpType.UINT),
+    HeaderKey(IprotoKey.TIMESTAMP, "timestamp", MpType.DOUBLE),
+    HeaderKey(IprotoKey.TSN, "tsn", MpType.UINT),             # lsn - tsn: tsn_field
+    HeaderKey(IprotoKey.FLAGS, "is_commit", MpType.UINT),     # IprotoFlag.COMMIT
+    HeaderKey(IprotoKey.SCHEMA_VERSION, "schema_version", MpType.UINT),
+)
+assert all(IPROTO_KEY_TYPE[field.key] is field.mp_type for field in HEADER_LAYOUT)
+
+# each key as the one byte (a fixint) it is written as
+(KEY_TYPE, KEY_SYNC, KEY_REPLICA_ID, KEY_GROUP_ID, KEY_LSN, KEY_TIMESTAMP, KEY_TSN, KEY_FLAGS,
+ KEY_SCHEMA_VERSION) = (bytes((field.key,)) for field in HEADER_LAYOUT)
+TIMESTAMP_HEAD = KEY_TIMESTAMP + b"\xcb"         # the key and the marker of its double
+FLAGS_COMMIT = KEY_FLAGS + bytes((IprotoFlag.COMMIT,))     # FLAGS: COMMIT, both fixints
+# the uint fields a header sets directly, by key (TSN and FLAGS make tsn/is_commit)
+HEADER_UINT_ATTRS = {field.key: field.attr for field in HEADER_LAYOUT
+                     if field.mp_type is MpType.UINT and field.key not in (IprotoKey.TSN,
+                                                                          IprotoKey.FLAGS)}
+# by a key's byte (a fixint key, 0..255): whether it is a header key holding a uint
+# (TIMESTAMP has its own branch in every decoder)
+HEADER_KEY_IS_UINT = tuple(any(field.key == key and field.mp_type is MpType.UINT
+                               for field in HEADER_LAYOUT) for key in range(256))
+
+
+def relay_layout(map_head: bytes, *parts: tuple[bytes, str]) -> tuple[bytes, str]:
+    """A regular expression and the struct format that reads it, of the header a
+    relay writes (and the WAL for its usual row): `map_head`, then TYPE, REPLICA_ID,
+    LSN, TIMESTAMP with their values in `parts` (each: the value's pattern and its
+    struct format, in this order), then the TSN/FLAGS tail given after them. Keys
+    come from HEADER_LAYOUT; each key is one byte the struct skips."""
+    keys = (KEY_TYPE, KEY_REPLICA_ID, KEY_LSN, TIMESTAMP_HEAD)
+    pattern, fmt = map_head, "x" * len(map_head)
+    for i, (value_re, value_fmt) in enumerate(parts):
+        if i < len(keys):
+            pattern += re.escape(keys[i])
+            fmt += "x" * len(keys[i])
+        pattern += value_re
+        fmt += value_fmt
+    return pattern, fmt
 
 
 # ---------------------------------------------------------------------------
@@ -122,28 +182,46 @@ class XRow:
         return "XRow(" + ", ".join(parts) + ")"
 
 
+# ---------------------------------------------------------------------------
+# The TSN field. 2.6.0 writes a row of a multi-row transaction with TSN = lsn - tsn
+# as a uint64: a local row (GROUP_ID LOCAL) written before the first global row of
+# its transaction has tsn > lsn, and the difference wraps around. Its arithmetic is
+# here once; the fast decoders test `field < TSN_WRAPPED` inline (one compare, as
+# before) and call tsn_of only for a wrapped field.
+
+TSN_WRAPPED = 1 << 63           # a TSN field at or above this is a negative difference
+
+
+def tsn_field(lsn: int, tsn: int) -> int:
+    """The TSN field of a row of lsn `lsn` in the transaction `tsn`."""
+    return (lsn - tsn) & 0xFFFFFFFFFFFFFFFF
+
+
+def tsn_of(lsn: int, field: int) -> int:
+    """The transaction id a TSN field `field` of a row of lsn `lsn` says."""
+    return lsn - (field - (1 << 64) if field >= TSN_WRAPPED else field)
+
+
 def encode_header(row: XRow, sync: int = 0) -> bytes:
     """The compact xrow header (xrow_header_encode of 2.6.0)."""
-    out = [b"\x00", mp_encode_uint(row.type)]
+    out = [KEY_TYPE, mp_encode_uint(row.type)]
     if sync:
-        out += (b"\x01", mp_encode_uint(sync))
+        out += (KEY_SYNC, mp_encode_uint(sync))
     if row.replica_id:
-        out += (b"\x02", mp_encode_uint(row.replica_id))
+        out += (KEY_REPLICA_ID, mp_encode_uint(row.replica_id))
     if row.group_id:
-        out += (b"\x07", mp_encode_uint(row.group_id))
+        out += (KEY_GROUP_ID, mp_encode_uint(row.group_id))
     if row.lsn:
-        out += (b"\x03", mp_encode_uint(row.lsn))
+        out += (KEY_LSN, mp_encode_uint(row.lsn))
     if row.timestamp:
-        out += (b"\x04\xcb", _pack_double(row.timestamp))
+        out += (TIMESTAMP_HEAD, _pack_double(row.timestamp))
     if row.tsn != 0:
         # Single-statement transactions carry neither TSN nor FLAGS; members of a
         # multi-row one carry TSN = lsn - tsn, and the last one also FLAGS=COMMIT.
         if row.tsn != row.lsn or not row.is_commit:
-            # 2.6.0 stores the difference as uint64: a local row written before the
-            # first global row of its transaction has tsn > lsn and wraps around.
-            out += (b"\x08", mp_encode_uint((row.lsn - row.tsn) & 0xFFFFFFFFFFFFFFFF))
+            out += (KEY_TSN, mp_encode_uint(tsn_field(row.lsn, row.tsn)))
         if row.is_commit and row.tsn != row.lsn:
-            out += (b"\x09", mp_encode_uint(IprotoFlag.COMMIT))
+            out += (KEY_FLAGS, mp_encode_uint(IprotoFlag.COMMIT))
     return bytes((0x80 | (len(out) // 2),)) + b"".join(out)
 
 
@@ -175,13 +253,6 @@ def decode_frame_length(buf: bytes, pos: int = 0) -> tuple[int, int] | None:
     return length, size
 
 
-_HEADER_UINT_FIELDS = {
-    IprotoKey.REQUEST_TYPE: "type", IprotoKey.SYNC: "sync",
-    IprotoKey.REPLICA_ID: "replica_id", IprotoKey.GROUP_ID: "group_id",
-    IprotoKey.LSN: "lsn", IprotoKey.SCHEMA_VERSION: "schema_version",
-}
-
-
 def _decode_header(buf: bytes, pos: int, end: int) -> tuple[XRow, int]:
     """Strict header decode; raises ER_INVALID_MSGPACK "packet header"."""
     try:
@@ -194,8 +265,7 @@ def _decode_header(buf: bytes, pos: int, end: int) -> tuple[XRow, int]:
             size, pos = _unpack_u32(buf, pos + 1)[0], pos + 5
         else:
             raise MsgpackError("header is not a map")
-        values = {"type": 0, "sync": 0, "replica_id": 0, "group_id": 0, "lsn": 0,
-                  "schema_version": 0}
+        values = dict.fromkeys(HEADER_UINT_ATTRS.values(), 0)
         timestamp = 0.0
         tsn_field = None
         flags = 0
@@ -206,8 +276,8 @@ def _decode_header(buf: bytes, pos: int, end: int) -> tuple[XRow, int]:
             if key == IprotoKey.TIMESTAMP:
                 timestamp = _unpack_double(buf, pos + 1)[0]
                 pos += 9
-            elif key in _HEADER_UINT_FIELDS:
-                values[_HEADER_UINT_FIELDS[key]], pos = decode_uint(buf, pos)
+            elif key in HEADER_UINT_ATTRS:
+                values[HEADER_UINT_ATTRS[key]], pos = decode_uint(buf, pos)
             elif key == IprotoKey.TSN:
                 tsn_field, pos = decode_uint(buf, pos)
             elif key == IprotoKey.FLAGS:
@@ -223,9 +293,7 @@ def _decode_header(buf: bytes, pos: int, end: int) -> tuple[XRow, int]:
     if tsn_field is None:
         row.tsn, row.is_commit = lsn, True
     else:
-        if tsn_field >= 1 << 63:     # the wrapped difference of a local row (see encode)
-            tsn_field -= 1 << 64
-        row.tsn, row.is_commit = lsn - tsn_field, bool(flags & IprotoFlag.COMMIT)
+        row.tsn, row.is_commit = tsn_of(lsn, tsn_field), bool(flags & IprotoFlag.COMMIT)
     return row, pos
 
 
@@ -264,9 +332,6 @@ class NotUsual(Exception):
     """decode_dml_packet met something it leaves to the strict decoder."""
 
 
-# header keys the quick decoder takes (uint values): REQUEST_TYPE, SYNC, REPLICA_ID,
-# LSN, SCHEMA_VERSION, GROUP_ID, TSN, FLAGS; TIMESTAMP (4) has its own branch
-_USUAL_UINT_KEY = (True, True, True, True, False, True, False, True, True, True)
 _COMMIT_FLAG = int(IprotoFlag.COMMIT)
 
 
@@ -319,9 +384,8 @@ def relay_header(buf: bytes) -> tuple[XRow, int] | None:
             pos += 2
         else:
             return None
-        if tsn_field >= 1 << 63:     # the wrapped difference of a local row (see encode)
-            tsn_field -= 1 << 64
-        row = XRow(rtype, None, replica_id, lsn, timestamp, 0, lsn - tsn_field, is_commit)
+        tsn = lsn - tsn_field if tsn_field < TSN_WRAPPED else tsn_of(lsn, tsn_field)
+        row = XRow(rtype, None, replica_id, lsn, timestamp, 0, tsn, is_commit)
     if canonical:
         row.wire = buf
     return row, pos
@@ -339,15 +403,15 @@ def usual_header(buf: bytes) -> tuple[XRow, int]:
     first = buf[0]
     if first & 0xF0 != 0x80:
         raise NotUsual()
-    # by key: type, sync, replica_id, lsn, timestamp, schema_version, -,
-    # group_id, the TSN field (None: absent), flags
+    # by key (HEADER_LAYOUT): type, sync, replica_id, lsn, timestamp, schema_version,
+    # -, group_id, the TSN field (None: absent), flags
     fields = [0, 0, 0, 0, 0.0, 0, 0, 0, None, 0]
     pos = 1
     for _ in range(first & 0x0F):
         key = buf[pos]
         marker = buf[pos + 1]
         if marker < 0x80:
-            if key > 9 or not _USUAL_UINT_KEY[key]:
+            if not HEADER_KEY_IS_UINT[key]:
                 raise NotUsual()
             fields[key] = marker
             pos += 2
@@ -357,7 +421,7 @@ def usual_header(buf: bytes) -> tuple[XRow, int]:
             fields[4] = _unpack_double(buf, pos + 2)[0]
             pos += 10
         elif marker in UINT_WIDE_MARKERS:
-            if key > 9 or not _USUAL_UINT_KEY[key]:
+            if not HEADER_KEY_IS_UINT[key]:
                 raise NotUsual()
             fields[key], pos = decode_uint(buf, pos + 1)
         else:
@@ -369,9 +433,7 @@ def usual_header(buf: bytes) -> tuple[XRow, int]:
     if tsn_field is None:
         tsn, is_commit = lsn, True
     else:
-        if tsn_field >= 1 << 63:     # the wrapped difference of a local row (see encode)
-            tsn_field -= 1 << 64
-        tsn, is_commit = lsn - tsn_field, bool(fields[9] & _COMMIT_FLAG)
+        tsn, is_commit = tsn_of(lsn, tsn_field), bool(fields[9] & _COMMIT_FLAG)
     return XRow(fields[0], None, fields[2], lsn, fields[4], fields[7], tsn, is_commit,
                 fields[1], fields[5]), pos
 
@@ -435,6 +497,7 @@ def _decode_rows_fast(payload) -> list[XRow] | None:
     read_bytes, skip, tell = unpacker.read_bytes, unpacker.skip, unpacker.tell
     rows: list[XRow] = []
     append = rows.append
+    wrapped = TSN_WRAPPED
     pos = 0
     try:
         while pos < end:
@@ -484,9 +547,7 @@ def _decode_rows_fast(payload) -> list[XRow] | None:
             row = XRow(rtype, None, replica_id, lsn, timestamp, group_id, lsn, True, sync,
                        schema)
             if tsn_field is not None:
-                if tsn_field >= 1 << 63:
-                    tsn_field -= 1 << 64
-                row.tsn = lsn - tsn_field
+                row.tsn = lsn - tsn_field if tsn_field < wrapped else tsn_of(lsn, tsn_field)
                 row.is_commit = bool(flags & 1)
             read_bytes(p - pos)
             if p < end and rtype != _NOP:
@@ -505,7 +566,8 @@ def _decode_rows_fast(payload) -> list[XRow] | None:
 _pack_u16_uint = struct.Struct(">BH").pack      # 0xCD and a uint16
 _pack_u32_uint = struct.Struct(">BI").pack      # 0xCE and a uint32
 _SMALL_UINT = [bytes((i,)) for i in range(0x80)]
-_TSN_FIELDS = [b"\x08" + uint for uint in _SMALL_UINT]     # key TSN and a fixint
+_TSN_FIELDS = [KEY_TSN + uint for uint in _SMALL_UINT]     # key TSN and a fixint
+_TSN_FLAGS_COMMIT = (KEY_TSN[0], *FLAGS_COMMIT)     # as ints, for the struct calls
 # encode_local_tx's row header in one struct call, by the LSN's size: its first 7
 # bytes (fixmap, type, replica id, key LSN, the LSN's marker) given, the LSN, the
 # TIMESTAMP pair given, key TSN and a fixint value; for the last row, FLAGS: COMMIT too
@@ -539,7 +601,7 @@ def encode_row_list(rows: Iterable[XRow]) -> list[bytes]:
         if wire is not None and not row.group_id:       # (no GROUP_ID in its layout)
             if timestamp != stamp_of:
                 stamp_of = timestamp
-                stamp = b"\x04\xcb" + _pack_double(timestamp)
+                stamp = TIMESTAMP_HEAD + _pack_double(timestamp)
             # the header the relay sent, after `8x 00 tt 02 rr 03 <lsn> 04 cb`
             at = _WIRE_TIMESTAMP_AT[wire[6]]
             append(wire[:at - 2] + stamp + wire[at + 8:])
@@ -551,7 +613,7 @@ def encode_row_list(rows: Iterable[XRow]) -> list[bytes]:
             continue
         if timestamp != stamp_of:
             stamp_of = timestamp
-            stamp = b"\x04\xcb" + _pack_double(timestamp)
+            stamp = TIMESTAMP_HEAD + _pack_double(timestamp)
         if lsn < 0x80:
             lsn_bytes = _SMALL_UINT[lsn]
         elif 0x10000 <= lsn <= 0xFFFFFFFF:
@@ -570,10 +632,10 @@ def encode_row_list(rows: Iterable[XRow]) -> list[bytes]:
             append(heads[0] + lsn_bytes + stamp + body)
             continue
         # a row of a multi-row transaction: TSN as lsn - tsn, FLAGS on the last one
-        diff = (lsn - tsn) & 0xFFFFFFFFFFFFFFFF
-        diff_bytes = _TSN_FIELDS[diff] if diff < 0x80 else b"\x08" + mp_encode_uint(diff)
+        diff = (lsn - tsn) & 0xFFFFFFFFFFFFFFFF        # tsn_field(lsn, tsn), inline
+        diff_bytes = _TSN_FIELDS[diff] if diff < 0x80 else KEY_TSN + mp_encode_uint(diff)
         if row.is_commit:           # tsn != lsn here
-            append(heads[2] + lsn_bytes + stamp + diff_bytes + b"\x09\x01" + body)
+            append(heads[2] + lsn_bytes + stamp + diff_bytes + FLAGS_COMMIT + body)
         else:
             append(heads[1] + lsn_bytes + stamp + diff_bytes + body)
     return out
@@ -608,30 +670,33 @@ def encode_local_tx(rows: list[XRow]) -> list[bytes]:
     if not (0 <= rtype < 0x80 and 0 < replica_id < 0x80 and timestamp):
         return encode_row_list(rows)
     heads = _HEADS.get(rtype << 7 | replica_id) or _heads(rtype << 7 | replica_id)
-    stamp = b"\x04\xcb" + _pack_double(timestamp)
+    stamp = TIMESTAMP_HEAD + _pack_double(timestamp)
     if first is last:       # an autocommit statement: the short single-row header
         return [heads[0] + pack(marker, tsn) + stamp + (first.body or b"")]
     # the header up to the LSN's marker, then (struct) the LSN, TIMESTAMP and TSN
     # field in one call while the TSN field is a fixint (a transaction's first 128 rows)
     head = heads[1] + bytes((marker,))
     pack_member, pack_last = _PACK_TX[marker]
+    # (locals: as fast as the literals they stand for)
+    key_tsn, key_flags, commit = _TSN_FLAGS_COMMIT
     out = LocalTxRows()
     append = out.append
     for diff, row in enumerate(rows):          # diff: LSN - TSN
         if row.type != rtype:
             return encode_row_list(rows)
         if diff < 0x80:
-            append(pack_member(head, tsn + diff, stamp, 8, diff) + (row.body or b""))
+            append(pack_member(head, tsn + diff, stamp, key_tsn, diff) + (row.body or b""))
         else:
-            append(heads[1] + pack(marker, tsn + diff) + stamp + b"\x08"
+            append(heads[1] + pack(marker, tsn + diff) + stamp + KEY_TSN
                    + mp_encode_uint(diff) + (row.body or b""))
     diff = len(rows) - 1                       # the last row: FLAGS (COMMIT) too
     if diff < 0x80:
-        out[-1] = (pack_last(heads[2] + bytes((marker,)), tsn + diff, stamp, 8, diff, 9, 1)
+        out[-1] = (pack_last(heads[2] + bytes((marker,)), tsn + diff, stamp, key_tsn, diff,
+                             key_flags, commit)
                    + (last.body or b""))
     else:
-        out[-1] = (heads[2] + pack(marker, tsn + diff) + stamp + b"\x08"
-                   + mp_encode_uint(diff) + b"\x09\x01" + (last.body or b""))
+        out[-1] = (heads[2] + pack(marker, tsn + diff) + stamp + KEY_TSN
+                   + mp_encode_uint(diff) + FLAGS_COMMIT + (last.body or b""))
     return out
 
 
@@ -642,7 +707,8 @@ _NO_HEADS = (b"", b"", b"")
 
 
 def _heads(kind: int) -> tuple[bytes, bytes, bytes]:
-    common = b"\x00" + _SMALL_UINT[kind >> 7] + b"\x02" + _SMALL_UINT[kind & 0x7F] + b"\x03"
+    common = (KEY_TYPE + _SMALL_UINT[kind >> 7] + KEY_REPLICA_ID + _SMALL_UINT[kind & 0x7F]
+              + KEY_LSN)
     heads = _HEADS[kind] = (b"\x84" + common, b"\x85" + common, b"\x86" + common)
     return heads
 

@@ -26,7 +26,9 @@ import msgpack
 
 from spindle.core.iproto.constants import IprotoType
 from spindle.core.iproto.msgpack import mp_encode_uint
-from spindle.core.iproto.xrow import XRow, decode_rows
+from spindle.core.iproto.xrow import (
+    FLAGS_COMMIT, KEY_TSN, TIMESTAMP_HEAD, XRow, decode_rows, relay_layout,
+)
 
 _pack_frame_head = struct.Struct(">BI").pack     # 0xce + u32: Tarantool's length prefix
 _unpack_double = struct.Struct(">d").unpack_from
@@ -54,12 +56,14 @@ def _uint_pattern(zero: bool) -> bytes:
 # 1 = "85", 3 = type, 4 = replica id, 5 = LSN bytes. Shortest uints compare as bytes
 # in the order of their values (markers grow with the width), and two are equal
 # values only as equal bytes: hence `(?!\5)` and the LSN order check on bytes.
-_FORWARDABLE_HEADER = re.compile(
-    rb"(?:\x84|(\x85)|(\x86))\x00([\x00-\x7f])\x02([\x01-\x7f])\x03(" + _uint_pattern(False)
-    + rb")\x04\xcb(?!\x00{8}|\x80\x00{7}|[\x7f\xff](?:[\xf1-\xff]|\xf0(?!\x00{6}))).{8}"
-    + rb"(?(1)\x08(?!\5)" + _uint_pattern(True) + rb")"
-    + rb"(?(2)\x08(?!\5)" + _uint_pattern(False) + rb"\x09\x01)", re.S)
-_TIMESTAMP_AFTER_LSN = 2        # 04 cb
+_FORWARDABLE_HEADER = re.compile(relay_layout(
+    rb"(?:\x84|(\x85)|(\x86))", (rb"([\x00-\x7f])", ""), (rb"([\x01-\x7f])", ""),
+    (b"(" + _uint_pattern(False) + b")", ""),
+    (rb"(?!\x00{8}|\x80\x00{7}|[\x7f\xff](?:[\xf1-\xff]|\xf0(?!\x00{6}))).{8}", ""),
+    (b"(?(1)" + re.escape(KEY_TSN) + rb"(?!\5)" + _uint_pattern(True) + b")"
+     + b"(?(2)" + re.escape(KEY_TSN) + rb"(?!\5)" + _uint_pattern(False)
+     + re.escape(FLAGS_COMMIT) + b")", ""))[0], re.S)
+_TIMESTAMP_AFTER_LSN = len(TIMESTAMP_HEAD)        # 04 cb
 
 
 def _uint_value(encoded: bytes) -> int:

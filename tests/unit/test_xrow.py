@@ -339,3 +339,46 @@ def test_dml_bodies_decode_uuid_and_decimal_with_the_box_ext_hook():
     request = decode_dml_body(body, 2, ext_hook)
     assert request.tuple == [value, number]
     assert decode_dml_body(body, 2).tuple[0] != value      # raw ExtType without the hook
+
+
+# ---------------------------------------------------------------------------
+# decode_rows (the usual headers read in one loop) against decode_rows_strict:
+# the same rows, or the same refusal, whatever the bytes.
+
+def _payload_rows():
+    body = encode_dml_body(IprotoType.INSERT, 512, tuple=[1, "x"])
+    rows = [XRow(IprotoType.INSERT, body, 1, 70000, 1.5, 0, 70000, True),
+            XRow(IprotoType.REPLACE, body, 2, 200, 2.5, 0, 199, False),
+            XRow(IprotoType.REPLACE, body, 2, 201, 2.5, 0, 199, True),
+            XRow(IprotoType.INSERT, body, 0, 5, 0.0, 1, 6, False),       # wrapped TSN
+            XRow(IprotoType.NOP, None, 3, 1 << 40, 3.0),
+            XRow(IprotoType.INSERT, body, 1, 9, 1.0, sync=7, schema_version=3)]
+    parts = [row.encode(0) for row in rows]
+    parts[-1] = XRow(IprotoType.INSERT, body, 1, 9, 1.0, sync=7).encode()   # a SYNC kept
+    return rows, b"".join(parts)
+
+
+def _outcome(decode, payload):
+    try:
+        return decode(payload)
+    except ClientError as err:
+        return ("error", err.code, str(err), getattr(err, "offset", None))
+
+
+def test_decode_rows_reads_what_the_strict_decoder_reads():
+    from spindle.core.iproto.xrow import decode_rows_strict, tsn_field, tsn_of
+    rows, payload = _payload_rows()
+    decoded = decode_rows(payload)
+    assert decoded == decode_rows_strict(payload)
+    assert [row.tsn for row in decoded[:4]] == [70000, 199, 199, 6]
+    assert tsn_of(5, tsn_field(5, 6)) == 6 and tsn_field(5, 6) == (1 << 64) - 1
+
+
+@settings(max_examples=500)
+@given(st.integers(0, 10_000), st.integers(0, 255), st.booleans())
+def test_mutated_payloads_decode_as_the_strict_decoder_decodes_them(where, byte, cut):
+    from spindle.core.iproto.xrow import decode_rows_strict
+    _, payload = _payload_rows()
+    where %= len(payload)
+    mutated = payload[:where] if cut else payload[:where] + bytes((byte,)) + payload[where + 1:]
+    assert _outcome(decode_rows, mutated) == _outcome(decode_rows_strict, mutated)
