@@ -118,24 +118,41 @@ local function caller_trace(level)
     return {{file = info.short_src, line = line}}
 end
 
--- A new error. `extra` (optional) holds base_type, errno, the reflected fields and
--- trace; without a trace the error is located at the caller `level` frames up.
+-- Every error has an id (`_id`), and the object of an id is kept, weakly, so that
+-- an error crossing into Lua again (box.error.last() after pcall) is the object
+-- Lua already has, as 2.6.0's cdata of one struct error compare equal. Errors made
+-- in Lua count down from -1, those of Python exceptions (lua/errors.py) up from 1.
+local by_id = setmetatable({}, {__mode = 'v'})
+local last_lua_id = 0
+
+-- A new error. `extra` (optional) holds base_type, errno, the reflected fields,
+-- trace and id; without a trace the error is located at the caller `level` frames up.
 local function new(type_name, code, message, py, level, extra)
     extra = extra or {}
     local base_type = extra.base_type or type_name
+    local id = extra.id
+    if id == nil then
+        last_lua_id = last_lua_id - 1
+        id = last_lua_id
+    end
     local err = {type = type_name, base_type = base_type,
                  code = HAS_CODE[base_type] and code or nil, message = message,
-                 _py = py, errno = extra.errno,
+                 _py = py, errno = extra.errno, _id = id,
                  _trace = extra.trace or caller_trace((level or 1) + 1)}
     for _, key in ipairs(REFLECTED) do
         err[key] = extra[key]
     end
+    by_id[id] = err
     return setmetatable(err, error_mt)
 end
 
 -- Built from a Python exception object (a lupa-wrapped Python object); `extra`
 -- as for new(), `prev` the error object of the exception's cause.
 local function from_python(exc, type_name, code, message, extra, prev)
+    local known = by_id[extra.id]
+    if known ~= nil then
+        return known
+    end
     if extra.trace == nil then
         -- no C position to show: the Lua code that made the call which failed
         -- (the first Lua frame above this call from Python, not the driver's; an

@@ -1,6 +1,7 @@
 """Errors across the Lua boundary, both ways, without losing type or traceback."""
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import greenlet
@@ -11,6 +12,8 @@ from spindle.core.fiber import FiberSwitchForbidden
 
 # error chains longer than this are cut (as the IPROTO error stack is)
 _PREV_DEPTH_MAX = 64
+# ids of the box.error objects made for Python exceptions (lua/errors.lua)
+_lua_ids = itertools.count(1)
 
 
 class LuaError(BoxError):
@@ -66,6 +69,7 @@ def error_from_lua(err: Any, to_text, depth: int = 0) -> BaseException:
         exc = py
     else:
         exc = _made_in_lua(err, to_text)
+    _remember_id(exc, _field(err, b"_id"))
     if isinstance(exc, BoxError):
         # set_prev() may have changed the chain of an error that came from Python
         prev = _field(err, b"prev")
@@ -106,12 +110,27 @@ def _made_in_lua(err: Any, to_text) -> BaseException:
 REFLECTED = ("custom_type", "object_type", "object_name", "access_type")
 
 
+def _remember_id(exc: BaseException, lua_id: Any) -> None:
+    """Tie `exc` to its box.error object's id: the exception going back into Lua
+    finds that object again."""
+    if lua_id is not None:
+        try:
+            exc._lua_id = int(lua_id)    # type: ignore[attr-defined]
+        except (AttributeError, TypeError):
+            pass
+
+
 def lua_extra(exc: BaseException) -> dict[str, Any]:
-    """What lua/errors.lua's new() takes besides type, code and message: the base
-    type, errno, the class fields, and the trace of an error that has a location."""
+    """What lua/errors.lua's new() takes besides type, code and message: the id of
+    the exception's object, the base type, errno, the class fields, and the trace
+    of an error that has a location."""
+    lua_id = getattr(exc, "_lua_id", None)
+    if lua_id is None:
+        lua_id = next(_lua_ids)
+        _remember_id(exc, lua_id)
     if not isinstance(exc, BoxError):
-        return {}
-    extra: dict[str, Any] = {"base_type": exc.base_type or exc.type}
+        return {"id": lua_id}
+    extra: dict[str, Any] = {"id": lua_id, "base_type": exc.base_type or exc.type}
     errno = getattr(exc, "errno", 0)
     if errno:
         extra["errno"] = int(errno)
