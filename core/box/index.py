@@ -34,6 +34,8 @@ from spindle.core.iproto.errors import ClientError, ErrorCode
 class IndexType(str, enum.Enum):
     TREE = "TREE"
     HASH = "HASH"
+    BITSET = "BITSET"
+    RTREE = "RTREE"
 
     def __str__(self) -> str:
         return self.value
@@ -82,6 +84,8 @@ class IndexDef:
     type: IndexType | str = IndexType.TREE
     parts: Sequence[Any] = field(default_factory=lambda: [KeyPart(0)])
     unique: bool = True
+    # the other options of the `_index` row (RTREE's dimension and distance, ...)
+    opts: dict = field(default_factory=dict)
 
     def __post_init__(self):
         self.type = IndexType(str(self.type).upper())

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from spindle.core.box import field_types
+from spindle.core.box import field_types, json_path
 from spindle.core.box.field_types import (
     INDEXABLE, FieldType, field_type_by_name, is_compatible, part_key_func,
 )
@@ -32,7 +32,11 @@ class KeyPart:
     type: FieldType = FieldType.UNSIGNED
     is_nullable: bool = False
     collation: str | None = None
+    # A JSON path inside the field (json_path.py), as given; parts compare by its
+    # tokens ('a.b' is '["a"]["b"]').
+    path: str | None = field(default=None, compare=False)
     _key: Callable[[Any], Any] = field(init=False, repr=False, compare=False, hash=False)
+    tokens: tuple = field(init=False, repr=False)
 
     def __post_init__(self):
         ftype = field_type_by_name(self.type)
@@ -47,6 +51,18 @@ class KeyPart:
         key = (part_key_func(ftype, is_nullable=self.is_nullable, collation=collation)
                if ftype in INDEXABLE else None)
         object.__setattr__(self, "_key", key)
+        if not self.path:
+            object.__setattr__(self, "path", None)
+            object.__setattr__(self, "tokens", ())
+        else:
+            tokens = json_path.parse(self.path)
+            if tokens is None:
+                raise ValueError(f"invalid path {self.path!r}")
+            object.__setattr__(self, "tokens", tokens)
+
+    @property
+    def is_multikey(self) -> bool:
+        return json_path.MULTIKEY in self.tokens
 
     def sort_key(self, value: Any) -> Any:
         return self._key(value)
@@ -62,16 +78,24 @@ def key_part(spec: Any) -> KeyPart:
         if fieldno is None:   # (a part without one failed at its first key)
             raise ValueError(f"key part without a fieldno: {spec!r}")
         return KeyPart(fieldno, spec.get("type", FieldType.UNSIGNED),
-                       bool(spec.get("is_nullable", False)), spec.get("collation"))
+                       bool(spec.get("is_nullable", False)), spec.get("collation"),
+                       spec.get("path"))
     fieldno, ftype = spec[0], spec[1]
     return KeyPart(fieldno, ftype)
 
 
 class KeyDef:
-    """An ordered list of key parts."""
+    """An ordered list of key parts (a JsonKeyDef when a part has a JSON path)."""
 
     __slots__ = ("parts", "part_count", "_getters", "_fieldnos", "is_nullable", "tuple_key",
                  "search_key", "plain")
+
+    def __new__(cls, parts: Sequence[Any]):
+        if cls is KeyDef:
+            parts = [key_part(p) for p in parts]
+            if any(p.tokens for p in parts):
+                cls = JsonKeyDef
+        return object.__new__(cls)
 
     def __init__(self, parts: Sequence[Any]):
         self.parts: tuple[KeyPart, ...] = tuple(key_part(p) for p in parts)
@@ -171,12 +195,37 @@ class KeyDef:
 
     def merge(self, other: "KeyDef") -> "KeyDef":
         """key_def_merge(): these parts, then those of `other` on fields not yet used."""
-        used = set(self._fieldnos)
-        return KeyDef(list(self.parts) + [p for p in other.parts if p.fieldno not in used])
+        used = {(p.fieldno, p.tokens) for p in self.parts}
+        return KeyDef(list(self.parts) +
+                      [p for p in other.parts if (p.fieldno, p.tokens) not in used])
 
     @property
     def fieldnos(self) -> tuple[int, ...]:
         return self._fieldnos
+
+
+class JsonKeyDef(KeyDef):
+    """Parts with JSON paths: each part's value is dug out of its field (a missing
+    path gives nil); never `plain`."""
+
+    __slots__ = ("_extracts",)
+
+    def __init__(self, parts: Sequence[Any]):
+        super().__init__(parts)
+        self._extracts = tuple(json_path.extractor(p.fieldno, p.tokens) for p in self.parts)
+
+    def _make_key_funcs(self) -> tuple[Callable, Callable]:
+        self.plain = False
+        return self.tuple_sort_key, self.key_sort_key
+
+    def extract_key(self, tup: Sequence[Any]) -> list:
+        return [extract(tup) for extract in self._extracts]
+
+    def tuple_sort_key(self, tup: Sequence[Any]) -> tuple:
+        return tuple(get(extract(tup)) for extract, get in zip(self._extracts, self._getters))
+
+    def tuple_has_null(self, tup: Sequence[Any]) -> bool:
+        return any(extract(tup) is None for extract in self._extracts)
 
 
 def normalize_key(key: Any) -> list:

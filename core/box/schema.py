@@ -188,8 +188,10 @@ class Schema:
             if new[0] > self.max_id and new[0] <= 0x7fffffff:
                 pass   # ids above max_id are fine: box.schema bumps max_id itself
             return None
-        self._alter_space(existing, new)                 # alter (or bootstrap re-read)
-        return None
+        # alter (or a system space re-read from a snapshot): undone by altering back
+        # (not by handler(new, old), which would drop the space)
+        self._alter_space(existing, new)
+        return lambda: self._alter_space(existing, old) if old is not None else None
 
     def _restore_space(self, space: Space) -> None:
         self.engine.spaces[space.id] = space
@@ -207,16 +209,22 @@ class Schema:
 
     def _index_def(self, tup) -> IndexDef:
         _space_id, iid, name, index_type, opts, parts = tup[:6]
-        return IndexDef(iid, name, index_type, [self._key_part(p) for p in parts],
-                        unique=bool((opts or {}).get("unique", True)))
+        return IndexDef(iid, name, index_type,
+                        [self._key_part(p, no) for no, p in enumerate(parts, 1)],
+                        unique=bool((opts or {}).get("unique", True)), opts=dict(opts or {}))
 
-    def _key_part(self, part) -> KeyPart:
-        if isinstance(part, dict):          # {field=, type=, is_nullable=, collation=}
+    def _key_part(self, part, no: int = 1) -> KeyPart:
+        if isinstance(part, dict):   # {field=, type=, is_nullable=, collation=, path=}
             collation = part.get("collation")
             if isinstance(collation, int):
                 collation = self.collations.get(collation)
-            return KeyPart(part.get("field", 0), part.get("type", "unsigned"),
-                           bool(part.get("is_nullable", False)), collation)
+            try:
+                return KeyPart(part.get("field", 0), part.get("type", "unsigned"),
+                               bool(part.get("is_nullable", False)), collation,
+                               part.get("path"))
+            except ValueError:
+                raise ClientError(ErrorCode.ER_WRONG_INDEX_OPTIONS, no,
+                                  "invalid path") from None
         return KeyPart(part[0], part[1])    # the 1.x-style [fieldno, type]
 
     def _on_index(self, old, new):

@@ -30,6 +30,7 @@ from spindle.core.box.field_types import (
 )
 from spindle.core.iproto.msgpack import pack_tuple, tuple_bsize
 from spindle.core.box.index import DupMode, Index, IndexDef, IndexType, make_index
+from spindle.core.box.json_path import PathChecks, container_type
 from spindle.core.box.key_def import normalize_key
 from spindle.core.box.sequence import (
     Sequence as SpaceSequence, handle_sequence, sequence_tuple,
@@ -143,7 +144,7 @@ class Space:
     def field_count(self, field_count: int) -> None:
         self._field_count = field_count
         if hasattr(self, "_checks"):      # the compiled format check counts fields too
-            self._set_checks(self._checks, self._required)
+            self._set_checks(self._checks, self._required, self._paths)
 
     @property
     def format(self) -> list[dict]:
@@ -175,6 +176,7 @@ class Space:
         types: dict[int, FieldType] = {}
         nullable: dict[int, bool] = {}
         key_parts: set[int] = set()
+        paths = PathChecks()
         for no, f in enumerate(self._format):
             types[no] = f.type
             nullable[no] = f.is_nullable
@@ -184,17 +186,21 @@ class Space:
         for index_def in defs:
             for part in index_def.key_def.parts:
                 no = part.fieldno
+                ptype, pnullable = part.type, part.is_nullable
+                if part.tokens:    # a JSON path: the field is its container (json_path.py)
+                    paths.add(no, part.tokens, ptype, pnullable)
+                    ptype, pnullable = container_type(part.tokens[0]), True
                 if no not in nullable:
-                    nullable[no] = part.is_nullable
+                    nullable[no] = pnullable
                 else:
-                    nullable[no] = nullable[no] and part.is_nullable
+                    nullable[no] = nullable[no] and pnullable
                 current = types.get(no, FieldType.ANY)
-                if type1_contains_type2(current, part.type):
-                    types[no] = part.type
-                elif not type1_contains_type2(part.type, current):
+                if type1_contains_type2(current, ptype):
+                    types[no] = ptype
+                elif not type1_contains_type2(ptype, current):
                     code = (ErrorCode.ER_INDEX_PART_TYPE_MISMATCH if no in key_parts
                             else ErrorCode.ER_FORMAT_MISMATCH_INDEX_PART)
-                    raise ClientError(code, str(no + 1), current.value, part.type.value)
+                    raise ClientError(code, str(no + 1), current.value, ptype.value)
                 key_parts.add(no)
         width = max(list(types) + list(nullable), default=-1) + 1
         checks = []
@@ -208,15 +214,22 @@ class Space:
                           else (ftype, is_nullable))
         while checks and checks[-1] is None:
             checks.pop()
-        self._set_checks(checks, sorted(no for no, n in nullable.items() if not n))
+        self._set_checks(checks, sorted(no for no, n in nullable.items() if not n), paths)
         self._field_names = {f.name: no for no, f in enumerate(self._format)}
 
-    def _set_checks(self, checks: list, required: list[int]) -> None:
+    def _set_checks(self, checks: list, required: list[int],
+                    paths: PathChecks | None = None) -> None:
         """The format's field checks (None: any; else (type, nullable), by field
-        number) and required fields, and their compiled form (`_fits`)."""
-        self._checks, self._required = checks, required
-        self._fits = format_check(checks, required[-1] + 1 if required else 0,
-                                  self.field_count)
+        number), required fields and nested fields of JSON paths, and their compiled
+        form (`_fits`)."""
+        self._checks, self._required, self._paths = checks, required, paths or None
+        fits = format_check(checks, required[-1] + 1 if required else 0, self.field_count)
+        if paths:
+            def fits_paths(tup, fits=fits, nested=paths.fits):
+                return fits(tup) and nested(tup)
+            self._fits = fits_paths
+        else:
+            self._fits = fits
         # (_put tests this format inline)
         self._uint_key_len = getattr(self._fits, "uint_key_len", 0)
 
@@ -239,6 +252,8 @@ class Space:
             for no in self._required:
                 if no >= n:
                     raise ClientError(ErrorCode.ER_FIELD_MISSING, str(no + 1))
+        if self._paths is not None:
+            self._paths.check(tup)
         return tup if type(tup) is tuple else tuple(tup)
 
     def _raise_field_type(self, tup: Any) -> None:
@@ -316,7 +331,7 @@ class Space:
         if index_def.type is IndexType.HASH and index_def.key_def.is_nullable:
             raise ClientError(ErrorCode.ER_UNSUPPORTED, "HASH", "nullable parts")
         index = make_index(self, index_def, pk.key_def if pk is not None else None)
-        previous = (self._checks, self._required)
+        previous = (self._checks, self._required, self._paths)
         self._rebuild_format(extra=index_def)
         try:
             if tuples is None:
