@@ -43,7 +43,7 @@ import struct
 import uuid
 from typing import Any
 
-from spindle.core.iproto.msgpack import MsgpackError as XrowMsgpackError, mp_next
+from spindle.core.iproto.msgpack import MsgpackError, decode_uint, mp_next
 from spindle.core.iproto.xrow import XRow
 
 NOP = 12
@@ -430,20 +430,17 @@ def _read_map_header(data: bytes) -> tuple[int, int] | None:
 
 
 def _read_uint(data: bytes, pos: int) -> tuple[int, int] | None:
-    c = data[pos]
-    if c <= 0x7F:
-        return c, pos + 1
-    if 0xCC <= c <= 0xCF:
-        size = 1 << (c - 0xCC)
-        if pos + 1 + size <= len(data):
-            return _BE[size].unpack_from(data, pos + 1)[0], pos + 1 + size
-    return None
+    """decode_uint's answer, or None for anything but a whole uint."""
+    try:
+        return decode_uint(data, pos)
+    except (MsgpackError, IndexError, struct.error):
+        return None
 
 
 def _value_end(data: bytes, pos: int) -> int | None:
     try:
         return mp_next(data, pos, len(data))
-    except (XrowMsgpackError, IndexError):
+    except (MsgpackError, IndexError):
         return None
 
 

@@ -29,6 +29,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import zstandard
 
+from spindle.core.iproto.constants import IprotoFlag, IprotoKey
+from spindle.core.iproto.xrow import tsn_of
 from spindle.core.xlog.format import (
     EOF_MARKER_BYTES, FIXHEADER_SIZE, MARKER_SIZE, META_LEN_MAX, CorruptBlock, NeedMore, XlogError,
     XlogHeaderError, XlogMeta, crc32c, decode_fixheader, parse_meta, zstd_decompress,
@@ -48,7 +50,11 @@ from .walker import factorize_small, gather, gather_codes
 XLOG_KIND, SNAP_KIND = "xlog", "snap"
 DEFAULT_BATCH_ROWS = 8192
 _TS_TYPE = pa.timestamp("us", tz="UTC")
-_U64_HALF = 1 << 63
+# the header keys iter_rows reads (core/iproto/xrow.py: HEADER_LAYOUT)
+_TYPE, _REPLICA_ID, _GROUP_ID, _LSN, _TIMESTAMP, _TSN, _FLAGS = (
+    int(key) for key in (IprotoKey.REQUEST_TYPE, IprotoKey.REPLICA_ID, IprotoKey.GROUP_ID,
+                         IprotoKey.LSN, IprotoKey.TIMESTAMP, IprotoKey.TSN, IprotoKey.FLAGS))
+_COMMIT = int(IprotoFlag.COMMIT)
 # What undecodable rows raise in iter_rows (a header that is not a map, a cut
 # value, a body of the wrong type, ...).
 ROW_ERRORS = (ValueError, TypeError, KeyError, AttributeError, msgpack.UnpackException)
@@ -218,13 +224,10 @@ def iter_rows(data: bytes) -> Iterator[tuple]:
         if row_pos >= end:
             return
         h = unpack()
-        rtype = h.get(0, 0)
-        lsn = h.get(3, 0)
-        if 8 in h:
-            diff = h[8]
-            if diff >= _U64_HALF:     # a local row's wrapped difference (see xrow)
-                diff -= 1 << 64
-            tsn, commit = lsn - diff, bool(h.get(9, 0) & 1)
+        rtype = h.get(_TYPE, 0)
+        lsn = h.get(_LSN, 0)
+        if _TSN in h:
+            tsn, commit = tsn_of(lsn, h[_TSN]), bool(h.get(_FLAGS, 0) & _COMMIT)
         else:
             tsn, commit = lsn, True
         space_id = index_id = None
@@ -261,7 +264,8 @@ def iter_rows(data: bytes) -> Iterator[tuple]:
                 tup_s = tell()
                 skip()
                 tup_e = tell()
-        yield (row_pos, rtype, h.get(2, 0), h.get(7, 0), lsn, tsn, commit, h.get(4, 0.0),
+        yield (row_pos, rtype, h.get(_REPLICA_ID, 0), h.get(_GROUP_ID, 0), lsn, tsn, commit,
+               h.get(_TIMESTAMP, 0.0),
                space_id, index_id, index_base, key_s, key_e, tup_s, tup_e, ops_s, ops_e)
 
 

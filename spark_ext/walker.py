@@ -21,6 +21,8 @@ import math
 import numpy as np
 from numba import njit
 
+from spindle.core.iproto.constants import IprotoKey
+
 OK, UNSUPPORTED, FULL = 0, 1, 2
 
 _NOP, _UPDATE = 12, 4
@@ -28,6 +30,11 @@ _INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
 _EXACT_FLOAT_INT = 1 << 53        # larger integers do not survive a float64
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _U64_HALF = np.uint64(1 << 63)
+# the header keys the walker reads (core/iproto/xrow.py: HEADER_LAYOUT); numba takes
+# them as constants when it compiles
+_K_TYPE, _K_REPLICA_ID, _K_LSN, _K_TIMESTAMP, _K_GROUP_ID, _K_TSN, _K_FLAGS = (
+    int(key) for key in (IprotoKey.REQUEST_TYPE, IprotoKey.REPLICA_ID, IprotoKey.LSN,
+                         IprotoKey.TIMESTAMP, IprotoKey.GROUP_ID, IprotoKey.TSN, IprotoKey.FLAGS))
 
 
 @njit(cache=True, nogil=True, inline='always')
@@ -222,7 +229,7 @@ def _walk_block(buf, pos, end, ints, ts, commit, r):
                 kkind, key, pos = _int(buf, pos, end)
             if kkind != 0 or key < 0:
                 return UNSUPPORTED, r
-            if key == 4:
+            if key == _K_TIMESTAMP:
                 ok, timestamp, pos = _number(buf, pos, end)
                 if not ok:
                     return UNSUPPORTED, r
@@ -232,25 +239,27 @@ def _walk_block(buf, pos, end, ints, ts, commit, r):
             else:
                 vkind, value, nxt = _int(buf, pos, end)
             if vkind < 0:
-                if key == 0 or key == 2 or key == 3 or key == 7 or key == 8 or key == 9:
+                if (key == _K_TYPE or key == _K_REPLICA_ID or key == _K_LSN
+                        or key == _K_GROUP_ID or key == _K_TSN or key == _K_FLAGS):
                     return UNSUPPORTED, r
                 nxt = _skip(buf, pos, end)      # another key's value: not read
                 if nxt < 0:
                     return UNSUPPORTED, r
-            elif key == 8:
-                diff = value                     # >= 2**63 wraps to negative, as 2.6.0 means it
+            elif key == _K_TSN:
+                diff = value     # >= 2**63 wraps to negative, as 2.6.0 means it (xrow.tsn_of)
                 has_diff = True
-            elif vkind == 1 and (key == 0 or key == 2 or key == 3 or key == 7 or key == 9):
+            elif vkind == 1 and (key == _K_TYPE or key == _K_REPLICA_ID or key == _K_LSN
+                                 or key == _K_GROUP_ID or key == _K_FLAGS):
                 return UNSUPPORTED, r
-            elif key == 0:
+            elif key == _K_TYPE:
                 rtype = value
-            elif key == 2:
+            elif key == _K_REPLICA_ID:
                 replica_id = value
-            elif key == 3:
+            elif key == _K_LSN:
                 lsn = value
-            elif key == 7:
+            elif key == _K_GROUP_ID:
                 group_id = value
-            elif key == 9:
+            elif key == _K_FLAGS:
                 flags = value
             pos = nxt
         if not (_INT32_MIN <= replica_id <= _INT32_MAX and _INT32_MIN <= group_id <= _INT32_MAX):
