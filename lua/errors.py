@@ -7,7 +7,7 @@ from typing import Any
 import greenlet
 import lupa.luajit21 as lupa
 
-from spindle.core.iproto.errors import BoxError, CustomError
+from spindle.core.iproto.errors import BoxError, CustomError, error_location
 from spindle.core.fiber import FiberSwitchForbidden
 
 # error chains longer than this are cut (as the IPROTO error stack is)
@@ -137,9 +137,9 @@ def lua_extra(exc: BaseException) -> dict[str, Any]:
     for key, value in (exc.fields or {}).items():
         if key in REFLECTED:
             extra[key] = value
-    file, line = getattr(exc, "file", None), getattr(exc, "line", None)
-    if file is not None and line is not None:
-        extra["trace"] = [{"file": str(file), "line": int(line)}]
+    where = error_location(exc)
+    if where is not None:
+        extra["trace"] = [{"file": where[0], "line": where[1]}]
     return extra
 
 

@@ -187,7 +187,11 @@ class LuaBoxExecutor(BoxExecutor):
         args = self._lua_args(request.args)
 
         def run() -> tuple:
-            chunk = self.runtime.load(request.expr.encode("utf-8", "surrogateescape"), "=eval")
+            try:
+                chunk = self.runtime.load(request.expr.encode("utf-8", "surrogateescape"),
+                                          "=eval")
+            except LuaError as exc:     # a syntax error: 2.6.0's lua/call.c reports it
+                raise exc.located("./src/box/lua/call.c", 384) from None
             if isinstance(args, BoxError):
                 raise args          # (a syntax error comes first, as in 2.6.0)
             return self.runtime.call(chunk, *args)

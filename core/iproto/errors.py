@@ -584,6 +584,36 @@ _CLASS_CODES = {"OutOfMemory": ErrorCode.ER_MEMORY_ISSUE, "SystemError": ErrorCo
                 "CollationError": ErrorCode.ER_CANT_CREATE_COLLATION}
 
 
+# Where 2.6.0 raises these ClientErrors on the request path (DML, SELECT, CALL):
+# the FILE/LINE of its error reply and Lua's trace, measured on the 2.6.0 binary.
+# An error of one of these codes that says nothing else about its place is shown
+# there, not at a Python line.
+_REQUEST_PATH_LOCATION: dict[int, tuple[str, int]] = {
+    ErrorCode.ER_NO_SUCH_SPACE: ("./src/box/schema.h", 84),
+    ErrorCode.ER_NO_SUCH_INDEX_ID: ("./src/box/space.h", 335),
+    ErrorCode.ER_MORE_THAN_ONE_TUPLE: ("./src/box/space.h", 351),
+    ErrorCode.ER_KEY_PART_TYPE: ("./src/box/key_def.h", 532),
+    ErrorCode.ER_KEY_PART_COUNT: ("./src/box/index.cc", 116),
+    ErrorCode.ER_EXACT_MATCH: ("./src/box/index.cc", 143),
+    ErrorCode.ER_FIELD_TYPE: ("./src/box/tuple_format.c", 1193),
+    ErrorCode.ER_FIELD_MISSING: ("./src/box/tuple_format.c", 1048),
+    ErrorCode.ER_NO_SUCH_FIELD_NO: ("./src/box/xrow_update_field.c", 88),
+    ErrorCode.ER_UNKNOWN_UPDATE_OP: ("./src/box/xrow_update_field.c", 665),
+    ErrorCode.ER_NO_SUCH_PROC: ("./src/box/lua/call.c", 116),
+}
+
+
+def error_location(err: BoxError) -> tuple[str, int] | None:
+    """The FILE/LINE 2.6.0 reports for `err`: the one it was given (located()),
+    else the request-path place of its code for a plain ClientError, else None."""
+    file, line = getattr(err, "file", None), getattr(err, "line", None)
+    if file is not None and line is not None:
+        return str(file), int(line)
+    if err.type == "ClientError" and err.base_type is None:
+        return _REQUEST_PATH_LOCATION.get(int(err.code))
+    return None
+
+
 def iproto_code(err: BoxError) -> int:
     """The code of `err` in an IPROTO error reply, as 2.6.0's
     ClientError::get_errcode() gives it."""

@@ -25,7 +25,8 @@ import msgpack
 from spindle.core.iproto.constants import (
     IPROTO_BODY_LEN_MAX, IPROTO_KEY_MAX, IPROTO_KEY_TYPE, IprotoKey, IprotoType, MpType,
 )
-from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode, iproto_code
+from spindle.core.iproto.errors import (BoxError, ClientError, ErrorCode, error_location,
+                                        iproto_code)
 from spindle.core.iproto.msgpack import (
     MP_TYPE_OF_BYTE, MsgpackError, MsgpackRaw, decode_uint as _decode_uint, ext_hook, mp_next,
     needs_exact, pack, unpack_exact,
@@ -452,9 +453,9 @@ _STACK_DEPTH_MAX = 64
 
 
 def _location(err: BaseException) -> tuple[str, int]:
-    file, line = getattr(err, "file", None), getattr(err, "line", None)
-    if file is not None and line is not None:
-        return str(file), int(line)
+    where = error_location(err) if isinstance(err, BoxError) else None
+    if where is not None:
+        return where
     tb = err.__traceback__
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next

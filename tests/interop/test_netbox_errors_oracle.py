@@ -168,13 +168,13 @@ RAW_REQUESTS = [
 ]
 
 
-def _raw_replies(port: int) -> list[bytes]:
+def _raw_replies(port: int, requests: list = RAW_REQUESTS) -> list[bytes]:
     """Each reply as it came, the schema version (which differs) cut out."""
     replies = []
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         stream = sock.makefile("rb")
         stream.read(128)
-        for sync, (request_type, body) in enumerate(RAW_REQUESTS, 1):
+        for sync, (request_type, body) in enumerate(requests, 1):
             packed = msgpack.packb({0: request_type, 1: sync}) + msgpack.packb(body)
             sock.sendall(b"\xce" + struct.pack(">I", len(packed)) + packed)
             size = struct.unpack(">I", stream.read(5)[1:])[0]
@@ -225,3 +225,42 @@ def test_the_python_connector_sees_the_same_errors(tmp_path):
     assert real[0][3][0][3] == {"object_type": "space", "object_name": "ro",
                                 "access_type": "Write"}
     assert ours == real
+
+
+REQUEST_PATH_SERVER = r"""
+box.cfg{log_level = 2}
+local t = box.schema.space.create('t', {format = {{'id', 'unsigned'},
+                                                   {'v', 'string', is_nullable = true}}})
+t:create_index('pk')
+t:create_index('sk', {parts = {2, 'string'}, unique = false})
+box.schema.user.grant('guest', 'read,write,execute', 'universe')
+t:insert{1, 'a'}
+box.cfg{listen = '127.0.0.1:' .. arg[1]}
+"""
+
+# Refusals of the request path, where 2.6.0 names a C file and line for each.
+REQUEST_PATH_ERRORS = [
+    (1, {0x10: 9999, 0x11: 0, 0x12: 10, 0x20: []}),           # no such space
+    (1, {0x10: 512, 0x11: 7, 0x12: 10, 0x20: []}),            # no such index
+    (1, {0x10: 512, 0x11: 0, 0x12: 10, 0x20: ["x"]}),         # key part type
+    (1, {0x10: 512, 0x11: 0, 0x12: 10, 0x20: [1, 2]}),        # key part count
+    (2, {0x10: 512, 0x21: ["x"]}),                            # field type
+    (2, {0x10: 512, 0x21: []}),                               # field missing
+    (5, {0x10: 512, 0x11: 0, 0x20: [1, 2]}),                  # exact match
+    (5, {0x10: 512, 0x11: 1, 0x20: ["a"]}),                   # get() on a non-unique index
+    (2, {0x10: 512, 0x21: [1, "b"]}),                         # duplicate key
+    (4, {0x10: 512, 0x11: 0, 0x20: [1], 0x21: [["+", 2, 5]]}),  # no such field
+    (4, {0x10: 512, 0x11: 0, 0x20: [1], 0x21: [["?", 2, 5]]}),  # unknown update op
+    (10, {0x22: "nosuch", 0x21: []}),                         # no such procedure
+    (8, {0x27: "return +", 0x21: []}),                        # eval: syntax error
+    (8, {0x27: "error('x')", 0x21: []}),                      # eval: error()
+    (8, {0x27: "box.error(box.error.ILLEGAL_PARAMS, 'y')", 0x21: []}),
+]
+
+
+def test_request_path_errors_are_the_same_bytes(tmp_path):
+    real, ours = serve_both(REQUEST_PATH_SERVER, tmp_path,
+                            lambda port: _raw_replies(port, REQUEST_PATH_ERRORS))
+    for request, theirs, mine in zip(REQUEST_PATH_ERRORS, real, ours):
+        assert mine == theirs, (request, msgpack.unpackb(theirs, strict_map_key=False),
+                                msgpack.unpackb(mine, strict_map_key=False))
