@@ -123,9 +123,15 @@ def encode_dml_body(request_type: int, space_id: int, *, index_id: int = 0,
     return bytes((0x80 | len(parts),)) + b"".join(parts)
 
 
+# {SPACE_ID: ce <u32>, TUPLE: ...}: the body of snapshot and JOIN rows, up to the
+# space id, and the key after it (checkpoint writes them too)
+SNAPSHOT_BODY_HEAD = bytes((0x82, IprotoKey.SPACE_ID, 0xCE))
+TUPLE_KEY = bytes((IprotoKey.TUPLE,))
+
+
 def encode_snapshot_body(space_id: int, tuple: Any) -> bytes:
     """`{SPACE_ID: ce <u32>, TUPLE: ...}`: the body of snapshot and JOIN rows."""
-    return b"\x82\x10\xce" + _pack_u32(space_id) + b"\x21" + encode_value(tuple)
+    return SNAPSHOT_BODY_HEAD + _pack_u32(space_id) + TUPLE_KEY + encode_value(tuple)
 
 
 def _is_uint(value: Any) -> bool:
@@ -279,7 +285,7 @@ def decode_dml_packet(packet: bytes, ext_hook: Callable | None = None
         return None
     try:
         if ((rtype == _INSERT or rtype == _REPLACE) and body[:3] == _PUT_BODY_HEAD
-                and body[5:6] == _TUPLE_KEY):
+                and body[5:6] == TUPLE_KEY):
             tup = msgpack.unpackb(body[6:], raw=False, strict_map_key=False,
                                   unicode_errors="surrogateescape",
                                   ext_hook=ext_hook or raw_ext)
@@ -299,7 +305,6 @@ def decode_dml_packet(packet: bytes, ext_hook: Callable | None = None
 
 # {SPACE_ID: uint16 ...} and TUPLE: the usual INSERT/REPLACE body (encode_dml_body)
 _PUT_BODY_HEAD = bytes((0x82, IprotoKey.SPACE_ID, 0xCD))
-_TUPLE_KEY = bytes((IprotoKey.TUPLE,))
 
 
 # ---------------------------------------------------------------------------
@@ -312,8 +317,8 @@ def _relay_put_frames() -> tuple[Any, dict]:
     header by xrow.relay_layout, the body {SPACE_ID: uint16, TUPLE: ...} after it."""
     layouts: dict[int, tuple] = {}
     alternatives = []
-    body_re = re.escape(_PUT_BODY_HEAD) + b".." + re.escape(_TUPLE_KEY) + b"()"
-    body_format = "x" * len(_PUT_BODY_HEAD) + "H" + "x" * len(_TUPLE_KEY)
+    body_re = re.escape(_PUT_BODY_HEAD) + b".." + re.escape(TUPLE_KEY) + b"()"
+    body_format = "x" * len(_PUT_BODY_HEAD) + "H" + "x" * len(TUPLE_KEY)
     for width, lsn_marker, lsn_format in ((4, b"\xce", "I"), (2, b"\xcd", "H")):
         # kind 0: a single-row transaction; 1: a row inside a transaction (TSN, a
         # fixint); 2: its last row (TSN, not 0, and FLAGS: COMMIT)

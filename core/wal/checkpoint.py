@@ -27,10 +27,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from spindle.core import log
-from spindle.core.iproto.constants import GroupId
+from spindle.core.iproto.constants import GroupId, IprotoType
 from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.iproto.msgpack import mp_encode_uint, tuple_packer
-from spindle.core.iproto.xrow import XRow
+from spindle.core.iproto.request import SNAPSHOT_BODY_HEAD, TUPLE_KEY
+from spindle.core.iproto.xrow import KEY_GROUP_ID, KEY_LSN, KEY_TYPE, TIMESTAMP_HEAD, XRow
 from spindle.core.vclock import VClock
 from spindle.core.xlog.files import INPROGRESS_SUFFIX, format_filename
 from spindle.core.xlog.format import (
@@ -40,9 +41,6 @@ from spindle.core.xlog.format import (
 SNAP_EXT = ".snap"
 _pack_u32 = struct.Struct(">I").pack
 _pack_double = struct.Struct(">d").pack
-_LSN_KEY = b"\x03"
-_SNAP_BODY_HEAD = b"\x82\x10\xce"    # {SPACE_ID: ce <u32>, TUPLE: ...}
-_TUPLE_KEY = b"\x21"
 
 
 @dataclass(frozen=True)
@@ -70,7 +68,7 @@ def _encode_rows(items: Iterable, timestamp: float) -> Iterable[tuple[int, bytes
     everything but the LSN and the tuple is the same for all rows of a space, so it
     is made once per space and a row costs a few list appends (the hot loop of a
     checkpoint of millions of rows)."""
-    ts_field = b"\x04\xcb" + _pack_double(timestamp)
+    ts_field = TIMESTAMP_HEAD + _pack_double(timestamp)
     limit = AUTOCOMMIT_THRESHOLD - FIXHEADER_SIZE
     pack = tuple_packer()   # box's encoding of a stored tuple (uuid, decimal as ext)
     small = _SMALL_UINT
@@ -85,7 +83,7 @@ def _encode_rows(items: Iterable, timestamp: float) -> Iterable[tuple[int, bytes
             group = item.group_id
             head = _LOCAL_HEAD if group == GroupId.LOCAL else _PLAIN_HEAD
             if lsn:
-                row = bytes((0x83 + (group == GroupId.LOCAL),)) + head + _LSN_KEY \
+                row = bytes((0x83 + (group == GroupId.LOCAL),)) + head + KEY_LSN \
                     + mp_encode_uint(lsn) + ts_field + (item.body or b"")
             else:
                 row = bytes((0x82 + (group == GroupId.LOCAL),)) + head + ts_field \
@@ -122,8 +120,10 @@ def _encode_rows(items: Iterable, timestamp: float) -> Iterable[tuple[int, bytes
         yield lsn - first_rows, b"".join(parts)
 
 
-_PLAIN_HEAD = b"\x00\x02"                # REQUEST_TYPE: INSERT
-_LOCAL_HEAD = b"\x00\x02\x07\x01"        # ... GROUP_ID: 1
+# the header keys of a snapshot row before its LSN (xrow.HEADER_LAYOUT's order):
+# REQUEST_TYPE: INSERT, and for a local space's row GROUP_ID: LOCAL
+_PLAIN_HEAD = KEY_TYPE + bytes((IprotoType.INSERT,))
+_LOCAL_HEAD = _PLAIN_HEAD + KEY_GROUP_ID + bytes((GroupId.LOCAL,))
 _SMALL_UINT = [bytes((i,)) for i in range(0x80)]
 
 
@@ -132,8 +132,8 @@ def _row_consts(space_id: int, group: int, ts_field: bytes) -> tuple[bytes, byte
     the rest up to the tuple, and the whole prefix of the first row (no LSN)."""
     local = group == GroupId.LOCAL
     head = _LOCAL_HEAD if local else _PLAIN_HEAD
-    body_head = _SNAP_BODY_HEAD + _pack_u32(space_id) + _TUPLE_KEY
-    before = bytes((0x83 + local,)) + head + _LSN_KEY
+    body_head = SNAPSHOT_BODY_HEAD + _pack_u32(space_id) + TUPLE_KEY
+    before = bytes((0x83 + local,)) + head + KEY_LSN
     first = bytes((0x82 + local,)) + head + ts_field + body_head
     return before, ts_field + body_head, first
 
