@@ -27,7 +27,7 @@ import msgpack
 from spindle.core.iproto.constants import IprotoType
 from spindle.core.iproto.msgpack import mp_encode_uint
 from spindle.core.iproto.xrow import (
-    FLAGS_COMMIT, KEY_TSN, TIMESTAMP_HEAD, XRow, decode_rows, relay_layout,
+    FLAGS_COMMIT, KEY_SYNC, KEY_TSN, TIMESTAMP_HEAD, XRow, decode_rows, relay_layout,
 )
 
 _pack_frame_head = struct.Struct(">BI").pack     # 0xce + u32: Tarantool's length prefix
@@ -305,7 +305,7 @@ def frame_rows(encoded: Sequence[bytes], sync: int) -> bytes:
     append = out.append
     if sync:
         # one more key in the map, and SYNC right after REQUEST_TYPE (00 <type>)
-        sync_field = b"\x01" + mp_encode_uint(sync)
+        sync_field = KEY_SYNC + mp_encode_uint(sync)
         extra = len(sync_field)
         for row in encoded:
             append(_pack_frame_head(0xCE, len(row) + extra))
