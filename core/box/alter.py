@@ -14,6 +14,7 @@ from __future__ import annotations
 import unicodedata
 from typing import Any, Callable
 
+from spindle.core.box import json_path
 from spindle.core.box.access import PRIV_ALL, Access, Priv
 from spindle.core.box.field_types import field_type_by_name
 from spindle.core.box.sequence import sequence_def_from_tuple
@@ -156,9 +157,7 @@ class AlterChecks:
         """on_replace_dd_index before the engine builds: access, type, part types."""
         self.ddl(space.name, space.id, self.space_owner(space.id), "space", priv)
         kind = str(row[3]).upper()
-        if kind in ("RTREE", "BITSET"):
-            raise ClientError(E.ER_UNSUPPORTED, "Spindle", f"{kind} indexes")
-        if kind not in ("TREE", "HASH"):
+        if kind not in ("TREE", "HASH", "RTREE", "BITSET"):
             raise ClientError(E.ER_INDEX_TYPE, row[2], space.name)
         check_identifier(row[2])
         for part in row[5]:
@@ -175,13 +174,15 @@ class AlterChecks:
             if isinstance(p, dict):
                 coll = self.schema.collations.get(p.get("collation"))
                 parts.append((p.get("field"), p.get("type"), bool(p.get("is_nullable")),
-                              None if coll in ("none", "binary") else coll))
+                              None if coll in ("none", "binary") else coll,
+                              json_path.parse(p["path"]) if p.get("path") else ()))
             else:
-                parts.append((p[0], p[1], False, None))
+                parts.append((p[0], p[1], False, None, ()))
         d = index.index_def
         return (str(row[3]).upper(), bool((row[4] or {}).get("unique", True)), parts) != \
             (str(d.type), bool(d.unique),
-             [(p.fieldno, p.type.value, p.is_nullable, p.collation) for p in d.parts])
+             [(p.fieldno, p.type.value, p.is_nullable, p.collation, p.tokens)
+              for p in d.parts])
 
     def index_update(self, space_id: int, iid: int, ops: list) -> None:
         old = self.row(INDEX, [space_id, iid])

@@ -70,7 +70,7 @@ def display(fieldno: int, tokens: Sequence[Any]) -> str:
 
 def container_type(token: Any) -> FieldType:
     """The type a node must have to hold `token`."""
-    return FieldType.MAP if isinstance(token, str) else FieldType.ARRAY
+    return FieldType.MAP if isinstance(token, str) and token != MULTIKEY else FieldType.ARRAY
 
 
 def dig(value: Any, tokens: Sequence[Any]) -> Any:
@@ -109,6 +109,11 @@ class PathChecks:
 
     def add(self, fieldno: int, tokens: Sequence[Any], ftype: FieldType,
             nullable: bool) -> None:
+        if MULTIKEY in tokens:      # (checked up to the array of a multikey part)
+            tokens = tokens[:list(tokens).index(MULTIKEY)]
+            ftype, nullable = FieldType.ARRAY, True
+            if not tokens:
+                return
         for depth in range(1, len(tokens)):
             self._node((fieldno, *tokens[:depth]), container_type(tokens[depth]))
         key = (fieldno, *tokens)

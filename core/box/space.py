@@ -315,7 +315,7 @@ class Space:
         if any(idx.name == index_def.name for idx in self.indexes.values()):
             raise ClientError(ErrorCode.ER_INDEX_EXISTS_IN_SPACE, index_def.name, self.name)
         for part in index_def.key_def.parts:
-            if part.type not in INDEXABLE:
+            if part.type not in INDEXABLE and index_def.type is not IndexType.RTREE:
                 raise ClientError(ErrorCode.ER_MODIFY_INDEX, index_def.name, self.name,
                                   f"field type '{part.type.value}' is not supported")
         pk = self.primary

@@ -597,6 +597,7 @@ local function update_indexes(space, described)
         obj.space_id, obj.type, obj.name = d.space_id, d.type, d.name
         obj.sequence_id, obj.sequence_fieldno = d.sequence_id, d.sequence_fieldno
         obj.sequence_path = d.sequence_path
+        obj.dimension = d.dimension
         index[d.id] = obj
         index[d.name] = obj
     end

@@ -28,11 +28,14 @@ from typing import Any, Callable
 from spindle.core import log
 from spindle.core.box.index import HashIndex, TreeIndex, _REVERSE
 from spindle.core.box.space import NULL_TUPLE, Space
+from spindle.core.box.stat import REQUESTS
 from spindle.core.iproto.constants import IprotoType, IteratorType
 from spindle.core.iproto.errors import ClientError, ErrorCode
 
 from ..errors import LuaError
 from ..runtime import read_source
+
+_SELECT = int(IprotoType.SELECT)
 
 UINT32_MAX = 4294967295
 
@@ -205,9 +208,11 @@ class SpaceApi:
         return self.engine.space(self._to_py(space_id)).index(self._to_py(index_id))
 
     def get(self, space_id, index_id, key):
+        REQUESTS[_SELECT] += 1                      # box.stat(): as box_index_get
         return self.tuples.to_lua(self._index(space_id, index_id).get(self._to_py(key)))
 
     def select(self, space_id, index_id, key, iterator, offset, limit):
+        REQUESTS[_SELECT] += 1
         index = self._index(space_id, index_id)
         limit = self._to_py(limit)
         rows = index.select(self._to_py(key), self._to_py(iterator),
@@ -244,6 +249,7 @@ class SpaceApi:
 
     def iterator_check(self, space_id, index_id, key, iterator) -> None:
         """Validate key and iterator type when pairs() is called, as Tarantool does."""
+        REQUESTS[_SELECT] += 1                      # (box_index_iterator counts it)
         self._index(space_id, index_id).pairs(self._to_py(key), self._to_py(iterator))
 
     def iterator_next(self, space_id, index_id, key, iterator, after, count):
@@ -347,6 +353,12 @@ def describe_index(space: Space, index) -> dict:
         parts.append(shown)
     described = {"id": index.id, "name": index.name, "type": index.type.value,
                  "unique": index.unique, "space_id": space.id, "parts": parts}
+    if index.type.value in ("BITSET", "RTREE"):
+        # (2.6.0's index objects of these kinds have no `unique`; an RTREE shows
+        # its dimension)
+        del described["unique"]
+        if index.type.value == "RTREE":
+            described["dimension"] = index.dimension
     if index.id == 0 and space.sequence is not None:
         described["sequence_id"] = space.sequence.id
         described["sequence_fieldno"] = space.sequence_fieldno + 1
@@ -363,7 +375,18 @@ def iterate_after(index, it: IteratorType, key: list, after: Any):
         return _tree_after(index, it, key, after)
     if isinstance(index, HashIndex):
         return _hash_after(index, it, after)
-    raise ClientError(ErrorCode.ER_UNSUPPORTED, index.type.value, "iteration")
+    return _scan_after(index, it, key, after)
+
+
+def _scan_after(index, it: IteratorType, key: list, after: Any):
+    """BITSET, RTREE (index_kinds.py): the iteration again, past tuple `after` (the
+    rest of it, if `after` has gone meanwhile)."""
+    source = index._iterate(it, key)
+    after = tuple(after)
+    for tup in source:
+        if tup == after:        # (no two tuples of a space are equal)
+            break
+    yield from source
 
 
 def _tree_after(index: TreeIndex, it: IteratorType, key: list, after: Any):
