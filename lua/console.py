@@ -74,6 +74,7 @@ class ConsoleEngine:
         self.output_opts = ""      # "line" or "block" for \set output lua,<opts>
         self.delimiter = ""
         self._statement = None     # the fiber running the current statement
+        self._last_error: BaseException | None = None   # box.error.last() between them
         self._protect = self.runtime.load(_PROTECT, _PROTECT_NAME)()
 
     # ----------------------------------------------------------- completeness
@@ -132,11 +133,19 @@ class ConsoleEngine:
         is shown as the value it is, as Tarantool's console shows it."""
         # Chunks are named by their own text, so errors read [string "..."] as in
         # Tarantool's console.
+        # box.error.last() carries from one statement to the next, as in 2.6.0's
+        # console, which runs them all in one fiber
+        fiber_storage = self.sched.current.storage
+        if self._last_error is not None:
+            fiber_storage["last_error"] = self._last_error
         try:
-            fn = self.runtime.load("return " + text)
-        except LuaError:
-            fn = self.runtime.load(text)
-        ok, packed, count = self.runtime.call(self._protect, fn)
+            try:
+                fn = self.runtime.load("return " + text)
+            except LuaError:
+                fn = self.runtime.load(text)
+            ok, packed, count = self.runtime.call(self._protect, fn)
+        finally:
+            self._last_error = fiber_storage.get("last_error")
         # The console now waits for the next line: in Tarantool that wait is a yield
         # of the console fiber, which aborts a transaction the line left open.
         storage = getattr(self.instance, "storage", None)

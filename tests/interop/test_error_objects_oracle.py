@@ -7,7 +7,7 @@ script prints the same lines in Tarantool 2.6.0 and in Spindle.
 differ.)"""
 from __future__ import annotations
 
-from .oracle import both
+from .oracle import both, console_both
 
 SCRIPT = r"""
 local function dump(tag, e)
@@ -111,3 +111,12 @@ def test_same_output_as_tarantool(tmp_path):
     assert real.returncode == 0, real.stderr
     assert ours.returncode == 0, ours.stderr
     assert ours.stdout.splitlines() == real.stdout.splitlines()
+
+
+def test_the_console_keeps_the_last_error_between_statements(tmp_path):
+    statements = ("box.error(box.error.new(1, 'a'))\nbox.error.last()\n"
+                  "x = box.error.last()\npcall(box.error, 1, 'b')\nbox.error.last()\n"
+                  "box.error.clear()\nbox.error.last()\n"
+                  "box.error.new{type = 'MyErr', reason = 'r'}\n")
+    real, ours = console_both(statements, tmp_path)
+    assert ours == real
