@@ -19,8 +19,9 @@ against the binary:
   strings carrying surrogate escapes of invalid UTF-8 compare exactly as their bytes.
 * `double` accepts only MsgPack doubles (a Python float); `number` ints, floats and decimals.
 
-Collations: 'none'/'binary' are byte-wise. 'unicode' and 'unicode_ci' are ICU collations in
-Tarantool; here they are approximated without ICU (see `collation_key`): equality follows
+Collations: 'none'/'binary' are byte-wise. 'unicode', 'unicode_ci' and the locale ones are
+ICU collations, compared by ICU's sort keys (collation.py). Without PyICU, 'unicode' and
+'unicode_ci' are approximated (see `collation_key`): equality follows
 case folding + canonical decomposition (+ accent stripping for unicode_ci), which matches
 ICU for the common cases ('a' == 'A' == 'ä' under unicode_ci, 'ß' == 'ss'; NFC and NFD
 forms equal under both); ordering puts spaces < punctuation < digits < letters and
@@ -398,9 +399,14 @@ def _unicode_key(v: str) -> tuple:
 
 
 def collation_key(collation: str | None) -> Callable[[str], Any]:
-    """Key function for strings under a collation name (None: byte-wise)."""
+    """Key function for strings under a collation name (None: byte-wise): ICU's sort
+    keys (collation.py), or without PyICU the approximation above."""
     if collation is None or collation in ("none", "binary"):
         return _str_key
+    from spindle.core.box import collation as icu_collation    # (it imports PyICU)
+    key = icu_collation.icu_key(collation)
+    if key is not None:
+        return key
     if collation == "unicode":
         return _unicode_key
     if collation == "unicode_ci":

@@ -25,6 +25,7 @@ import msgpack
 from spindle.core.iproto.constants import GroupId
 from spindle.core.iproto.errors import ClientError, ErrorCode
 
+from . import collation
 from .index import IndexDef
 from .key_def import KeyPart
 from .sequence import Sequences, check_sequence_part
@@ -300,6 +301,8 @@ class Schema:
             self.collations.pop(old[0], None)
         else:
             self.collations[new[0]] = new[1]
+            if len(new) > 5:    # (an ICU collation's locale and options: collation.py)
+                collation.define(new[1], new[3], new[4], new[5])
         return None
 
     # ----------------------------------------------------- _cluster, _schema, ...

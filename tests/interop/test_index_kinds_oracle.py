@@ -3,7 +3,8 @@ binary: the same Lua on both, every printed line compared (results, errors, inde
 objects, `_index` rows). JSON path parts (nested maps and arrays, nullable ones, the
 format's errors for tuples without the path or with a container of the wrong kind,
 conflicting paths, invalid paths), BITSET (its iterators and id order) and RTREE
-(points, boxes, dimension, distance, every iterator).
+(points, boxes, dimension, distance, every iterator), collations (unicode, unicode_ci,
+binary, none and locale ones: the order of a set of strings, equal keys, duplicates).
 
 Left out: updates by a JSON path ('[2].a.b'), which Spindle's update does not take.
 """
@@ -155,4 +156,42 @@ def test_bitset_and_rtree_as_2_6_0(tmp_path):
     assert real.returncode == 0, real.stderr
     assert ours.returncode == 0, ours.stderr
     assert len(_lines(real)) > 50
+    assert _lines(ours) == _lines(real)
+
+
+COLLATIONS = """
+box.cfg{log_level = 1}
+local words = {'a', 'A', 'b', 'B', 'ä', 'Ä', 'ab', 'aB', 'Ab', 'AB', 'abc', 'ß', 'ss', 'SS', 'é', 'e', 'E', 'ê', 'z', 'Z', '1', '10', '2', ' ', '-', '_', '!', 'a b', 'a-b', 'ab-', 'ǅ', 'æ', 'Æ', 'ø', 'å', 'ı', 'I', 'i', 'İ', 'я', 'Я', 'ё', 'е', '中', '日', 'ﬁ', 'fi', '', 'x\0y', 'co-op', 'coop', 'Co-op', 'résumé', 'resume', 'Résumé', '😀', 'ａ', 'Ω', 'ω', 'Ω'}
+for _, coll in ipairs({'unicode', 'unicode_ci', 'binary', 'none', 'unicode_sv_s3', 'unicode_tr_s2', 'unicode_de__phonebook_s1', 'unicode_zh__pinyin_s3'}) do
+    local s = box.schema.space.create('s_' .. coll)
+    s:create_index('pk')
+    s:create_index('c', {parts = {{2, 'string', collation = coll}}, unique = false})
+    for i, w in ipairs(words) do s:insert{i, w} end
+    local out = {}
+    for _, t in s.index.c:pairs() do table.insert(out, t[1]) end
+    print(coll, table.concat(out, ' '))
+    local eq = {}
+    for i, w in ipairs(words) do
+        eq[#eq + 1] = s.index.c:count(w)
+    end
+    print(coll .. ' eq', table.concat(eq, ' '))
+    local u = box.schema.space.create('u_' .. coll)
+    u:create_index('pk')
+    u:create_index('c', {parts = {{2, 'string', collation = coll}}})
+    local dups = {}
+    for i, w in ipairs(words) do
+        local ok = pcall(u.insert, u, {i, w})
+        if not ok then table.insert(dups, i) end
+    end
+    print(coll .. ' dups', table.concat(dups, ' '))
+end
+os.exit(0)
+"""
+
+
+def test_collations_as_2_6_0(tmp_path):
+    real, ours = both(COLLATIONS, tmp_path)
+    assert real.returncode == 0, real.stderr
+    assert ours.returncode == 0, ours.stderr
+    assert len(_lines(real)) == 24
     assert _lines(ours) == _lines(real)
