@@ -523,7 +523,9 @@ def make_index(space: Any, index_def: IndexDef, pk_def: KeyDef | None = None) ->
     from spindle.core.box import index_kinds    # (it builds on this module)
     index_kinds.check_index_def(index_def, getattr(space, "name", "?"))
     if any(part.is_multikey for part in index_def.key_def.parts):
-        return index_kinds.MultikeyIndex(space, index_def, pk_def)
+        from spindle.core.box import index_multikey
+        index_multikey.check_multikey(index_def, getattr(space, "name", "?"))
+        return index_multikey.MultikeyTreeIndex(space, index_def, pk_def)
     if index_def.type is IndexType.HASH:
         return HashIndex(space, index_def, pk_def)
     if index_def.type is IndexType.BITSET:

@@ -1,4 +1,4 @@
-"""memtx's BITSET and RTREE indexes, and the index kinds Spindle refuses to serve.
+"""memtx's BITSET and RTREE indexes.
 
 Both keep their tuples in a dict by identity and answer a search by looking at every
 entry (correct, not fast: no bitmaps, no R-tree); the order of a result follows 2.6.0
@@ -14,10 +14,8 @@ where it is defined by the data:
   (the same box), GE/GT (contains, strictly), LE/LT (lies inside, strictly), OVERLAPS,
   NEIGHBOR (every entry, nearest first to the key's first corner); other iterations
   go in insertion order, as a small R-tree's leaf holds its entries.
-* Multikey parts (`path = '[*]'`) are not served: such an index is kept in the
-  catalogue (so a replica of a master that has one goes on following it) and every
-  read of it is refused with "Spindle does not support multikey indexes"; its
-  uniqueness is not enforced.
+
+(Multikey TREE indexes: index_multikey.py.)
 """
 from __future__ import annotations
 
@@ -204,44 +202,6 @@ def _is_number(value: Any) -> bool:
 def _sides(r: tuple, q: tuple):
     """(entry lo, entry hi, query lo, query hi) per coordinate."""
     return [(a, b, c, d) for (a, b), (c, d) in zip(r, q)]
-
-
-class MultikeyIndex(ScanIndex):
-    """A multikey index: in the catalogue, refused at every read (see above)."""
-
-    def __init__(self, space: Any, index_def: Any, pk_def: Any = None):
-        self.type = index_def.type        # (a TREE, as 2.6.0 allows them)
-        super().__init__(space, index_def, pk_def)
-
-    def _store(self, key: Any, tup: Any) -> None:
-        self._data[key] = tup
-
-    def refused(self) -> ClientError:
-        return ClientError(ErrorCode.ER_UNSUPPORTED, "Spindle", "multikey indexes")
-
-    def _prepare(self, key: Any, iterator: Any):
-        raise self.refused()
-
-    def count(self, key: Any = None, iterator: Any = None) -> int:
-        raise self.refused()
-
-    def get(self, key: Any) -> Any:
-        raise self.refused()
-
-    def min(self, key: Any = None) -> Any:
-        raise self.refused()
-
-    def max(self, key: Any = None) -> Any:
-        raise self.refused()
-
-    def _values(self):
-        raise self.refused()
-
-    def _validate_iterator(self, it: It) -> None:
-        raise self.refused()
-
-    def _iterate(self, it: It, key: list) -> Iterator[Any]:
-        raise self.refused()
 
 
 def check_index_def(index_def: Any, space_name: str) -> None:

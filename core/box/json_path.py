@@ -106,11 +106,16 @@ class PathChecks:
     def __init__(self) -> None:
         self.nodes: dict[tuple, FieldType] = {}      # (fieldno, *prefix) -> its type
         self.leaves: dict[tuple, tuple[FieldType, bool]] = {}
+        # (fieldno, path to the array, path in an element, type, nullable)
+        self.multikey: list[tuple] = []
 
     def add(self, fieldno: int, tokens: Sequence[Any], ftype: FieldType,
             nullable: bool) -> None:
-        if MULTIKEY in tokens:      # (checked up to the array of a multikey part)
-            tokens = tokens[:list(tokens).index(MULTIKEY)]
+        if MULTIKEY in tokens:      # the array here, each element's field in check()
+            at = list(tokens).index(MULTIKEY)
+            self.multikey.append((fieldno, tuple(tokens[:at]), tuple(tokens[at + 1:]),
+                                  ftype, nullable))
+            tokens = tokens[:at]
             ftype, nullable = FieldType.ARRAY, True
             if not tokens:
                 return
@@ -132,7 +137,7 @@ class PathChecks:
                               display(key[0], key[1:]), current.value, ftype.value)
 
     def __bool__(self) -> bool:
-        return bool(self.leaves)
+        return bool(self.leaves or self.multikey)
 
     def fits(self, tup: Sequence[Any]) -> bool:
         try:
@@ -146,21 +151,43 @@ class PathChecks:
         n = len(tup)
         for key, (ftype, nullable) in self.leaves.items():
             fieldno, tokens = key[0], key[1:]
-            value = tup[fieldno] if fieldno < n else None
-            for depth, token in enumerate(tokens):
-                if value is None:
-                    break
-                want = container_type(token)
-                if not is_compatible(want, value, False):
-                    if depth == 0:
-                        raise ClientError(ErrorCode.ER_FIELD_TYPE, str(fieldno + 1),
-                                          want.value)
-                    raise ClientError(ErrorCode.ER_FIELD_TYPE,
-                                      display(fieldno, tokens[:depth]), want.value)
-                value = dig(value, (token,))
-            if value is None:
-                if not nullable:
-                    raise ClientError(ErrorCode.ER_FIELD_MISSING, display(fieldno, tokens))
-            elif not is_compatible(ftype, value, nullable):
-                raise ClientError(ErrorCode.ER_FIELD_TYPE, display(fieldno, tokens),
-                                  ftype.value)
+            value = _walk(tup[fieldno] if fieldno < n else None, fieldno, (), tokens)
+            _check_leaf(value, ftype, nullable, fieldno, tokens)
+        for fieldno, head, rest, ftype, nullable in self.multikey:
+            array = _walk(tup[fieldno] if fieldno < n else None, fieldno, (), head)
+            if array is None:
+                continue        # (no array, no entries)
+            if not is_compatible(FieldType.ARRAY, array, False):
+                _wrong_type(fieldno, head, FieldType.ARRAY)
+            path = (*head, MULTIKEY)
+            for element in array:
+                value = _walk(element, fieldno, path, rest)
+                # (a nil element is of the wrong type; a missing field in one, missing)
+                _check_leaf(value, ftype, nullable, fieldno, path + rest, present=not rest)
+
+
+def _wrong_type(fieldno: int, tokens: Sequence[Any], want: FieldType) -> None:
+    where = str(fieldno + 1) if not tokens else display(fieldno, tokens)
+    raise ClientError(ErrorCode.ER_FIELD_TYPE, where, want.value)
+
+
+def _walk(value: Any, fieldno: int, above: tuple, tokens: Sequence[Any]) -> Any:
+    """Follow `tokens` from `value` (at path `above`): the value there, None when a
+    level is missing; a level of the wrong kind is 2.6.0's ER_FIELD_TYPE."""
+    for depth, token in enumerate(tokens):
+        if value is None:
+            return None
+        want = container_type(token)
+        if not is_compatible(want, value, False):
+            _wrong_type(fieldno, (*above, *tokens[:depth]), want)
+        value = dig(value, (token,))
+    return value
+
+
+def _check_leaf(value: Any, ftype: FieldType, nullable: bool, fieldno: int,
+                tokens: Sequence[Any], present: bool = False) -> None:
+    if value is None and not present:
+        if not nullable:
+            raise ClientError(ErrorCode.ER_FIELD_MISSING, display(fieldno, tokens))
+    elif not is_compatible(ftype, value, nullable):
+        raise ClientError(ErrorCode.ER_FIELD_TYPE, display(fieldno, tokens), ftype.value)

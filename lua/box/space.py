@@ -365,6 +365,8 @@ def iterate_after(index, it: IteratorType, key: list, after: Any):
     """The rest of an iteration of `index` (type `it`, search key `key`) that has
     handed out tuple `after`: what the index's own iterator would return next,
     re-seeking from `after`'s position (it may have been deleted meanwhile)."""
+    if hasattr(index, "resume_after"):      # (multikey: index_multikey.py)
+        return index.resume_after(it, key, tuple(after))
     if isinstance(index, TreeIndex):
         return _tree_after(index, it, key, after)
     if isinstance(index, HashIndex):
