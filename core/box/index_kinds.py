@@ -15,7 +15,8 @@ where it is defined by the data:
   NEIGHBOR (every entry, nearest first to the key's first corner); other iterations
   go in insertion order, as a small R-tree's leaf holds its entries.
 
-(Multikey TREE indexes: index_multikey.py.)
+(Multikey TREE indexes: index_multikey.py. Functional indexes, `func = ...`, are kept
+in the catalogue and refused at every read: FuncIndex.)
 """
 from __future__ import annotations
 
@@ -202,6 +203,53 @@ def _is_number(value: Any) -> bool:
 def _sides(r: tuple, q: tuple):
     """(entry lo, entry hi, query lo, query hi) per coordinate."""
     return [(a, b, c, d) for (a, b), (c, d) in zip(r, q)]
+
+
+class FuncIndex(ScanIndex):
+    """A functional index (opts.func: keys computed by a persistent function). Kept in
+    the catalogue, so a replica of a 2.6.0 master with one goes on; it holds nothing
+    and refuses every read by name. (Its parts are the function's results, not
+    fields: the space format leaves them out.)"""
+
+    def __init__(self, space: Any, index_def: Any, pk_def: Any = None):
+        self.type = index_def.type
+        super().__init__(space, index_def, pk_def)
+
+    def refused(self) -> ClientError:
+        return ClientError(ErrorCode.ER_UNSUPPORTED, "Spindle", "functional indexes")
+
+    def replace(self, old: Any, new: Any, mode: Any) -> Any:
+        return old
+
+    def build(self, tuples: Any) -> None:
+        pass                    # (it holds nothing: see the class docstring)
+
+    def _store(self, key: Any, tup: Any) -> None:
+        pass
+
+    def _prepare(self, key: Any, iterator: Any):
+        raise self.refused()
+
+    def get(self, key: Any) -> Any:
+        raise self.refused()
+
+    def count(self, key: Any = None, iterator: Any = None) -> int:
+        raise self.refused()
+
+    def min(self, key: Any = None) -> Any:
+        raise self.refused()
+
+    def max(self, key: Any = None) -> Any:
+        raise self.refused()
+
+    def _values(self):
+        raise self.refused()
+
+    def _validate_iterator(self, it: It) -> None:
+        raise self.refused()
+
+    def _iterate(self, it: It, key: list) -> Iterator[Any]:
+        raise self.refused()
 
 
 def check_index_def(index_def: Any, space_name: str) -> None:

@@ -184,6 +184,8 @@ class Space:
         if extra is not None:
             defs.append(extra)
         for index_def in defs:
+            if index_def.opts.get("func") is not None:
+                continue    # (a functional index's parts are its function's results)
             for part in index_def.key_def.parts:
                 no = part.fieldno
                 ptype, pnullable = part.type, part.is_nullable
