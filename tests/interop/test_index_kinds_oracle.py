@@ -5,7 +5,9 @@ format's errors for tuples without the path or with a container of the wrong kin
 conflicting paths, invalid paths), multikey parts ('[*]', 'data[*].name': an entry per
 element, pairs() across chunks, 2.6.0's errors for elements and definitions), BITSET (its iterators and id order) and RTREE
 (points, boxes, dimension, distance, every iterator), collations (unicode, unicode_ci,
-binary, none and locale ones: the order of a set of strings, equal keys, duplicates).
+binary, none and locale ones: the order of a set of strings, equal keys, duplicates),
+nullable parts (unique keys with nils, searches by nil, the refusals of nullable primary
+and HASH keys, altering to non-nullable over nils).
 
 Left out: updates by a JSON path ('[2].a.b'), which Spindle's update does not take.
 """
@@ -16,6 +18,7 @@ from .oracle import both
 PRELUDE = """
 box.cfg{log_level = 1}
 local function show(v)
+    if v == nil then return 'nil' end   -- (box.NULL too)
     if type(v) == 'table' or type(v) == 'cdata' and v.totable then
         if type(v) == 'cdata' then v = v:totable() end
         local keys = {}
@@ -251,4 +254,53 @@ def test_multikey_parts_as_2_6_0(tmp_path):
     assert real.returncode == 0, real.stderr
     assert ours.returncode == 0, ours.stderr
     assert len(_lines(real)) > 35
+    assert _lines(ours) == _lines(real)
+
+
+NULLABLE = PRELUDE + """
+local s = box.schema.space.create('n')
+s:create_index('pk')
+try('nu', function() return s:create_index('nu', {parts = {{2, 'unsigned', is_nullable = true}}}).parts end)
+try('nm', function() return s:create_index('nm', {parts = {{3, 'string', is_nullable = true}, {4, 'unsigned', is_nullable = true}}, unique = false}).parts end)
+try('i1', function() return s:insert{1, box.NULL, 'a', 1} end)
+try('i2', function() return s:insert{2, box.NULL, box.NULL, 2} end)
+try('i3', function() return s:insert{3, 5} end)
+try('i4', function() return s:insert{4, 5} end)
+try('i5', function() return s:insert{5, 6, 'a', box.NULL} end)
+try('i6', function() return s:insert{6, box.NULL, 'a'} end)
+try('i7', function() return s:insert{7, 'x'} end)
+try('nu all', function() return s.index.nu:select() end)
+try('nu nil', function() return s.index.nu:select(box.NULL) end)
+try('nu nil eq', function() return s.index.nu:select({box.NULL}, {iterator = 'EQ'}) end)
+try('nu get', function() return s.index.nu:get(5) end)
+try('nu get nil', function() return s.index.nu:get(box.NULL) end)
+try('nu lt', function() return s.index.nu:select({6}, {iterator = 'LT'}) end)
+try('nu min', function() return s.index.nu:min() end)
+try('nu max', function() return s.index.nu:max() end)
+try('nm all', function() return s.index.nm:select() end)
+try('nm a', function() return s.index.nm:select('a') end)
+try('nm a nil', function() return s.index.nm:select({'a', box.NULL}) end)
+try('nm nil', function() return s.index.nm:select({box.NULL, 2}) end)
+try('nm ge', function() return s.index.nm:select({box.NULL}, {iterator = 'GT'}) end)
+try('count', function() return s.index.nu:count(box.NULL) end)
+try('pkn', function() local t = box.schema.space.create('t')
+    return t:create_index('pk', {parts = {{1, 'unsigned', is_nullable = true}}}) end)
+try('hashn', function() return s:create_index('h', {type = 'hash', parts = {{2, 'unsigned', is_nullable = true}}}) end)
+try('notnull', function() return s:create_index('nn', {parts = {{2, 'unsigned'}}}) end)
+try('fmt', function() return s:format({{'id', 'unsigned'}, {'a', 'unsigned', is_nullable = true}}) end)
+try('fmt2', function() return s:format({{'id', 'unsigned'}, {'a', 'unsigned'}}) end)
+try('alter', function() return s.index.nu:alter({parts = {{2, 'unsigned', is_nullable = false}}}) end)
+try('d', function() return s:delete{1} end)
+try('d2', function() s:delete{2} s:delete{6} return s.index.nu:alter({parts = {{2, 'unsigned', is_nullable = false}}}) end)
+try('nu parts', function() return s.index.nu.parts end)
+try('i8', function() return s:insert{8, box.NULL} end)
+os.exit(0)
+"""
+
+
+def test_nullable_parts_as_2_6_0(tmp_path):
+    real, ours = both(NULLABLE, tmp_path)
+    assert real.returncode == 0, real.stderr
+    assert ours.returncode == 0, ours.stderr
+    assert len(_lines(real)) == 33
     assert _lines(ours) == _lines(real)
