@@ -253,10 +253,16 @@ class FuncIndex(ScanIndex):
 
 
 def check_index_def(index_def: Any, space_name: str) -> None:
-    """memtx_index_def_check() for BITSET and RTREE, as 2.6.0 words it."""
+    """index_def_is_valid()'s repeated part, and memtx_index_def_check() for BITSET
+    and RTREE, as 2.6.0 words them."""
     def refuse(reason: str) -> ClientError:
         return ClientError(ErrorCode.ER_MODIFY_INDEX, index_def.name, space_name, reason)
     kind, parts = index_def.type, index_def.key_def.parts
+    seen = set()
+    for part in parts:      # (index_def_is_valid: by field and path, whatever the type)
+        if (part.fieldno, part.tokens) in seen:
+            raise refuse("same key part is indexed twice")
+        seen.add((part.fieldno, part.tokens))
     if kind is IndexType.BITSET:
         if len(parts) != 1:
             raise refuse("BITSET index key can not be multipart")

@@ -304,3 +304,32 @@ def test_nullable_parts_as_2_6_0(tmp_path):
     assert ours.returncode == 0, ours.stderr
     assert len(_lines(real)) == 33
     assert _lines(ours) == _lines(real)
+
+
+DEFINITION_ERRORS = PRELUDE + """
+local s = box.schema.space.create('w')
+s:create_index('pk')
+local function create(name, opts)
+    try(name, function() return s:create_index(name, opts).parts end)
+end
+create('b', {parts = {{1, 'unsigned'}, {5, 'string', path = 'a..b'}}})
+create('c', {parts = {{5, 'string', path = '[0]'}}})
+create('h', {parts = {{5, 'string', path = '1a'}}})
+create('e', {parts = {{5, 'string', path = '["a"]'}, {5, 'string', path = 'a'}}})
+create('twice', {parts = {{2, 'unsigned'}, {3, 'unsigned'}, {2, 'string'}}})
+create('pk2', {parts = {{1, 'unsigned'}, {1, 'unsigned'}}})
+create('d', {parts = {{5, 'string', path = '.a'}}})
+create('f', {parts = {{5, 'string', path = 'a.b'}, {6, 'string', path = '[1][2]'}}})
+create('g', {parts = {{6, 'unsigned', path = '[1][2]'}, {6, 'unsigned', path = '[1]'}}})
+try('ins', function() return s:insert{1, 2, 3, 4, {a = 'x'}, {{1, 'y'}}} end)
+try('ins2', function() return s:insert{2, 2, 3, 4, {a = {b = 'y'}}} end)
+os.exit(0)
+"""
+
+
+def test_index_definition_errors_as_2_6_0(tmp_path):
+    real, ours = both(DEFINITION_ERRORS, tmp_path)
+    assert real.returncode == 0, real.stderr
+    assert ours.returncode == 0, ours.stderr
+    assert len(_lines(real)) == 11
+    assert _lines(ours) == _lines(real)
