@@ -20,6 +20,7 @@ in the catalogue and refused at every read: FuncIndex.)
 """
 from __future__ import annotations
 
+import heapq
 import math
 from typing import Any, Iterator
 
@@ -61,6 +62,7 @@ class BitsetIndex(ScanIndex):
         super().__init__(space, index_def, pk_def)
         self._ids: dict = {}          # id(tuple) -> 2.6.0's tuple id
         self._free: list = []         # freed ids, the last freed at the end
+        self._bits: dict = {}         # id(tuple) -> its value's bits
         self._next = 0
         self._extract = self.key_def.extract_key
 
@@ -72,14 +74,17 @@ class BitsetIndex(ScanIndex):
         else:
             self._ids[key] = self._next
             self._next += 1
+        self._bits[key] = self.bits(self._extract(tup)[0])
         self._data[key] = tup
 
     def _delete_raw(self, tup: Any) -> None:
         if self._data.pop(id(tup), None) is not None:
             self._free.append(self._ids.pop(id(tup)))
+            del self._bits[id(tup)]
 
     def clear(self) -> None:
         self._data.clear()
+        self._bits.clear()
         self._ids.clear()
         self._free.clear()
         self._next = 0
@@ -96,9 +101,12 @@ class BitsetIndex(ScanIndex):
         if it not in self._ITERATORS:
             raise self.unsupported("requested iterator type")
 
+    def _order(self) -> list:
+        return sorted(self._data, key=self._ids.__getitem__)
+
     def _values(self):
-        ids = self._ids
-        return [self._data[k] for k in sorted(self._data, key=ids.__getitem__)]
+        data = self._data
+        return [data[k] for k in self._order()]
 
     def _iterate(self, it: It, key: list) -> Iterator[Any]:
         if it is It.ALL or not key:
@@ -111,9 +119,10 @@ class BitsetIndex(ScanIndex):
                 It.BITS_ANY_SET: lambda v: v & want != 0,
                 It.BITS_ALL_NOT_SET: lambda v: v & want == 0,
             }[it]
-        for tup in self._values():
-            if match is None or match(self.bits(self._extract(tup)[0])):
-                yield tup
+        data, bits = self._data, self._bits
+        for k in self._order():
+            if match is None or match(bits[k]):
+                yield data[k]
 
 
 class RtreeIndex(ScanIndex):
@@ -132,6 +141,7 @@ class RtreeIndex(ScanIndex):
         opts = index_def.opts
         self.dimension = int(opts.get("dimension", 2))
         self.manhattan = opts.get("distance", "euclid") == "manhattan"
+        self._rects: dict = {}        # id(tuple) -> its box
         self._extract = self.key_def.extract_key
 
     def _store(self, key: Any, tup: Any) -> None:
@@ -140,8 +150,16 @@ class RtreeIndex(ScanIndex):
             # (2.6.0 decodes the coordinates as numbers of the field)
             raise ClientError(ErrorCode.ER_FIELD_TYPE, str(self.key_def.parts[0].fieldno + 1),
                               FieldType.NUMBER.value)
-        self.rect(value, "Field")
+        self._rects[key] = self.rect(value, "Field")
         self._data[key] = tup
+
+    def _delete_raw(self, tup: Any) -> None:
+        if self._data.pop(id(tup), None) is not None:
+            del self._rects[id(tup)]
+
+    def clear(self) -> None:
+        self._data.clear()
+        self._rects.clear()
 
     def rect(self, value: Any, what: str) -> tuple:
         """A point or box as ((lo, hi) per coordinate), or 2.6.0's ER_RTREE_RECT."""
@@ -178,22 +196,24 @@ class RtreeIndex(ScanIndex):
         return sum(gaps) if self.manhattan else math.sqrt(sum(g * g for g in gaps))
 
     def _iterate(self, it: It, key: list) -> Iterator[Any]:
-        entries = list(self._data.values())
+        data, rects = self._data, self._rects
+        keys = list(data)
         if it is It.ALL or not key:
-            yield from entries
+            yield from (data[k] for k in keys)
             return
         query = self.rect(key if len(key) != 1 else key[0], "Key")
         if it is It.NEIGHBOR:
+            # nearest first, ties in insertion order; a heap, as a select takes few
             point = tuple(lo for lo, _ in query)
-            dist = [(self._distance(self.rect(self._extract(t)[0], "Field"), point), n)
-                    for n, t in enumerate(entries)]
-            for _, n in sorted(dist):
-                yield entries[n]
+            heap = [(self._distance(rects[k], point), n) for n, k in enumerate(keys)]
+            heapq.heapify(heap)
+            while heap:
+                yield data[keys[heapq.heappop(heap)[1]]]
             return
         op = self._OPS[it]
-        for tup in entries:
-            if op(self.rect(self._extract(tup)[0], "Field"), query):
-                yield tup
+        for k in keys:
+            if op(rects[k], query):
+                yield data[k]
 
 
 def _is_number(value: Any) -> bool:
