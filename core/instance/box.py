@@ -165,7 +165,9 @@ class Box:
     def _start_wal(self, wal_dir: str, memtx_dir: str, vclock: VClock,
                    checkpoints: list[VClock]) -> None:
         cfg = self.cfg
-        self.wal = WalWriter(self.sched, wal_dir, self.instance_uuid, vclock,
+        uuid = self.instance_uuid
+        assert uuid is not None   # recovery or bootstrap set it (start(), above)
+        self.wal = WalWriter(self.sched, wal_dir, uuid, vclock,
                              mode=cfg.get("wal_mode", "write"),
                              max_size=int(cfg.get("wal_max_size") or 268435456),
                              instance_id=self.instance_id)
@@ -175,7 +177,7 @@ class Box:
                                    checkpoint_count=int(cfg.get("checkpoint_count", 2)),
                                    sched=self.sched)
         self.gc.load_checkpoints(checkpoints or [vclock])
-        self.checkpointer = Checkpointer(self.sched, self.wal, memtx_dir, self.instance_uuid,
+        self.checkpointer = Checkpointer(self.sched, self.wal, memtx_dir, uuid,
                                          lambda: limbo_checkpoint.checkpoint_read_view(self),
                                          self.gc,
                                          checkpoint_interval=float(
@@ -201,7 +203,9 @@ class Box:
         if self.read_only_reasons and any(
                 not _is_local_row(row) for row in rows):
             raise ClientError(ErrorCode.ER_READONLY)
-        self.wal.write(rows)
+        wal = self.wal
+        assert wal is not None   # (the journal is installed with the WAL: _start_wal)
+        wal.write(rows)
 
     journal_write = _journal     # the limbo's commit path writes through it
 

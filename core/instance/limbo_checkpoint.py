@@ -99,7 +99,9 @@ def _drain_then_checkpoint(box: Box) -> None:
     """The daemon's checkpoint met pending transactions: drain them behind the
     closed gate and make the checkpoint now."""
     try:
+        checkpointer = box.checkpointer
+        assert checkpointer is not None   # (its daemon is who comes here)
         with checkpoint_gate(box):
-            box.checkpointer.checkpoint(is_scheduled=True)
+            checkpointer.checkpoint(is_scheduled=True)
     except Exception as exc:   # noqa: BLE001 - logged as the daemon logs its failures
         log.error("checkpoint after draining the limbo failed: %s", exc)

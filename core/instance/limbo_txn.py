@@ -100,6 +100,8 @@ def synchro_quorum_of(box: Box) -> int:
 
 def synchro_timeout_of(box: Box) -> float:
     value = box.cfg.get("replication_synchro_timeout") if box.cfg else None
+    if value is None:
+        return DEFAULT_SYNCHRO_TIMEOUT
     try:
         value = float(value)
     except (TypeError, ValueError):

@@ -69,17 +69,20 @@ def bootstrap_master(box: Box, replicaset_uuid: str, memtx_dir: str) -> VClock:
     if box.cfg.get("read_only"):
         raise ClientError(ErrorCode.ER_BOOTSTRAP_READONLY)
     log.info("initializing an empty data directory")
+    instance_uuid = box.instance_uuid
+    assert instance_uuid is not None   # (Box.start chose it before bootstrapping)
     box.load_bootstrap_rows()
     replica_id = 1
-    box_register_replica(box, replica_id, box.instance_uuid)
+    box_register_replica(box, replica_id, instance_uuid)
     for replica in box.replicaset.replicas():
-        if replica.uuid == box.instance_uuid or replica.applier is None:
+        if replica.uuid == instance_uuid or replica.applier is None:
             continue
+        assert replica.uuid is not None   # (replicas() are those keyed by a UUID)
         replica_id += 1
         box_register_replica(box, replica_id, replica.uuid)
     box.engine.space(SCHEMA_ID).replace(["cluster", replicaset_uuid])
     vclock = VClock()
-    write_snapshot(memtx_dir, box.instance_uuid, vclock, box.read_view(), sched=box.sched)
+    write_snapshot(memtx_dir, instance_uuid, vclock, box.read_view(), sched=box.sched)
     return vclock
 
 
@@ -100,6 +103,7 @@ def bootstrap_from_master(box: Box, master, memtx_dir: str) -> VClock:
         applier.applier_resume_to_state(ApplierState.JOINED, TIMEOUT_INFINITY)
     applier.applier_resume_to_state(ApplierState.READY, TIMEOUT_INFINITY)
     vclock = box.replicaset.vclock.copy()
+    assert box.instance_uuid is not None   # (Box.start chose it before bootstrapping)
     write_snapshot(memtx_dir, box.instance_uuid, vclock, box.read_view(), sched=box.sched)
     return vclock
 
