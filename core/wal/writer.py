@@ -149,6 +149,7 @@ class WalWriter(WalDir):
                 sched.wait()
         if entry.error is not None:
             raise entry.error
+        assert entry.vclock is not None   # (a written entry has the vclock after it)
         return entry.vclock
 
     def submit(self, rows: Iterable[XRow],
@@ -315,6 +316,7 @@ class WalWriter(WalDir):
                 block = encode_block(data, compress=self.compress)
                 self.io.write(current.fd, block)
                 current.offset = start + len(block)
+                assert entry.vclock is not None   # (sign_entry set it with the bytes)
                 self._wal_vclock = entry.vclock
         except Exception as exc:
             self._cut_back(current, start, exc, (entry,))
@@ -351,6 +353,7 @@ class WalWriter(WalDir):
             else:
                 if entry.error is None:
                     written.extend(entry.rows)
+                    assert entry.encoded is not None   # (signed: sign_entry set it)
                     encoded.extend(entry.encoded)
                 self._finish(entry)
         anchor = self._rollback_anchor
@@ -449,6 +452,7 @@ class WalWriter(WalDir):
             elif ctrl.kind == "sync":
                 ctrl.result = self._wal_vclock.copy()
             elif ctrl.kind == "gc":
+                assert isinstance(ctrl.arg, VClock)   # (collect_garbage's)
                 ctrl.result = self._collect_garbage(ctrl.arg)
             elif ctrl.kind == "index":
                 ctrl.result = [clock.copy() for clock in self._index]
@@ -525,6 +529,7 @@ class WalWriter(WalDir):
                 entry = entries[0]
                 data = sign_entry(entry, vclock, now)
                 if data is not None:
+                    assert entry.vclock is not None   # (sign_entry set it with the bytes)
                     vclock = entry.vclock
                     self._write_block(current, data)
             else:
@@ -546,6 +551,7 @@ class WalWriter(WalDir):
             data = sign_entry(entry, vclock, now)
             if data is None:
                 continue
+            assert entry.vclock is not None   # (sign_entry set it with the bytes)
             vclock = entry.vclock
             chunks.append(data)
             buffered += len(data)
