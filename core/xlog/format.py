@@ -109,8 +109,9 @@ def _load_crc32c():
         spec = PathFinder.find_spec("crc32c._crc32c", package.submodule_search_locations)
         if spec is not None and spec.loader is not None:
             module = spec.loader.create_module(spec)
-            spec.loader.exec_module(module)
-            return module.crc32c
+            if module is not None:   # (None: the loader leaves it to the import system)
+                spec.loader.exec_module(module)
+                return module.crc32c
     import crc32c   # pragma: no cover - another layout of the package
     return crc32c.crc32c
 
@@ -277,9 +278,9 @@ def encode_fixheader(magic: int, length: int, crc: int, crc32p: int = 0) -> byte
         return head + _pack_crc32(0xCE, crc) + padding
     head = _MAGIC_BYTES.get(magic) or struct.pack(">I", magic)
     head += mp_encode_uint(length) + mp_encode_uint(crc32p) + mp_encode_uint(crc)
-    padding = FIXHEADER_SIZE - len(head)
-    if padding > 0:
-        head += _PADDING[padding]
+    missing = FIXHEADER_SIZE - len(head)
+    if missing > 0:
+        head += _PADDING[missing]
     assert len(head) == FIXHEADER_SIZE
     return head
 
