@@ -195,7 +195,8 @@ def format_check(checks: list, min_len: int, field_count: int) -> Callable[[tupl
                 return False
             value = tup[0]
             return (0 <= value <= UINT64_MAX) if type(value) is int else is_uint(value)
-        fits_uint_key.uint_key_len = min_len    # (Space._put tests it inline)
+        # (Space._put tests it inline; a function attribute, read with getattr)
+        fits_uint_key.uint_key_len = min_len  # type: ignore[attr-defined]
         return fits_uint_key
 
     def fits(tup: tuple) -> bool:

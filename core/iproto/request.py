@@ -291,7 +291,7 @@ def decode_dml_packet(packet: bytes, ext_hook: Callable | None = None
                                   ext_hook=ext_hook or raw_ext)
             if type(tup) is not list:
                 return None
-            request = PutRequest(rtype, (body[3] << 8) | body[4], tup)
+            request: DmlRequest | PutRequest = PutRequest(rtype, (body[3] << 8) | body[4], tup)
         else:
             request = dml_request_from_map(
                 msgpack.unpackb(body, raw=False, strict_map_key=False,

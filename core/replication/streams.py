@@ -22,7 +22,9 @@ from spindle.core.fiber.coio import CoSocket, SocketError, address_text
 from spindle.core.iproto.constants import is_error_type
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
 from spindle.core.iproto.replication import decode_error
-from spindle.core.iproto.request import decode_dml_packet, decode_relay_put_frame
+from spindle.core.iproto.request import (
+    DmlRequest, PutRequest, decode_dml_packet, decode_relay_put_frame,
+)
 from spindle.core.iproto.xrow import XRow, decode_row
 from spindle.core.net.protocol import FrameReader, PacketError
 
@@ -129,6 +131,7 @@ class TxAssembler:
         end = len(buf)
         row = None
         taken_rows = 0
+        request: DmlRequest | PutRequest
         while end - pos > 5 and buf[pos] == 0xCE:      # the length prefix relays write
             quick = decode_relay_put_frame(buf, pos, ext_hook)
             if quick is not None:       # (its replica ids are all below VCLOCK_MAX)
@@ -138,10 +141,10 @@ class TxAssembler:
                 stop = start + _unpack_u32(buf, pos + 1)[0]
                 if stop > end:
                     break
-                quick = decode_dml_packet(bytes(buf[start:stop]), ext_hook)
-                if quick is None:
+                decoded = decode_dml_packet(bytes(buf[start:stop]), ext_hook)
+                if decoded is None:
                     break
-                taken, request = quick
+                taken, request = decoded
                 if taken.replica_id >= VCLOCK_MAX:
                     break
             if not rows:
@@ -190,7 +193,7 @@ class Connection:
 
     def _socket_error(self, what: str, exc: OSError | None = None) -> SocketError:
         error = SocketError(f"{what}, {self._where()}")
-        error.errno = exc.errno if exc is not None else 0
+        error.errno = (exc.errno or 0) if exc is not None else 0   # (OSError's may be None)
         return error
 
     def readn(self, size: int, timeout: float | None) -> bytes:
