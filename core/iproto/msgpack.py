@@ -323,6 +323,7 @@ class ExtDecimal(decimal.Decimal):
     on it gives plain Decimals."""
 
     __slots__ = ("ext_data",)
+    ext_data: bytes
 
 
 _SCALE_INT = {0xCC: (1, False), 0xCD: (2, False), 0xCE: (4, False), 0xCF: (8, False),
@@ -353,10 +354,10 @@ def decimal_unpack(data: bytes) -> decimal.Decimal | None:
     which cannot hold them, refuses them."""
     if not data:
         return None
-    scale = _scale(data)
-    if scale is None:
+    found = _scale(data)
+    if found is None:
         return None
-    scale, start = scale
+    scale, start = found
     if scale > DECIMAL_MAX_DIGITS or scale <= -DECIMAL_MAX_DIGITS or start >= len(data):
         return None
     digits = data[start:].hex()
@@ -370,8 +371,9 @@ def decimal_unpack(data: bytes) -> decimal.Decimal | None:
         digits = "0"
     value = decimal.Decimal((1 if sign in "bd" else 0, tuple(map(int, digits)), -scale))
     if decimal_pack(value) != data:
-        value = ExtDecimal(value)
-        value.ext_data = bytes(data)
+        kept = ExtDecimal(value)
+        kept.ext_data = bytes(data)
+        return kept
     return value
 
 
@@ -418,6 +420,7 @@ def uuid_unpack(data: bytes) -> uuid.UUID | None:
 
 def ext_hook(code: int, data: bytes) -> Any:
     """The box's view of an extension: uuid.UUID, Decimal, or the extension kept raw."""
+    value: uuid.UUID | decimal.Decimal | None
     if code == MP_EXT_UUID:
         value = uuid_unpack(data)
     elif code == MP_EXT_DECIMAL:
@@ -480,6 +483,7 @@ def _error_one(entry: Any) -> BoxError | None:
     if "type" not in got or "message" not in got or "file" not in got:
         return None
     err_type = got["type"]
+    err: BoxError
     if err_type == "CustomError":
         if "custom_type" not in fields:
             return None
@@ -522,6 +526,7 @@ def error_unpack(data: bytes) -> BoxError | None:
             if first is None:
                 first = err
             else:
+                assert last is not None   # (set with `first`)
                 last.prev = err
             last = err
     return first
@@ -650,7 +655,8 @@ class KeyMap(dict):
     """A map that is a key of another map (MsgPack allows it): hashed by identity,
     packed as the map it is."""
 
-    __hash__ = object.__hash__
+    # dict makes __hash__ None, which mypy holds to; a KeyMap is hashed by identity
+    __hash__ = object.__hash__  # type: ignore[assignment]
 
 
 def hashable_key(key: Any) -> Any:
