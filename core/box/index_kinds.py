@@ -50,6 +50,9 @@ class ScanIndex(Index):
         for tup in tuples:
             self._store(id(tup), tup)
 
+    def _store(self, key: Any, tup: Any) -> None:    # (keyed by the tuple's id)
+        self._data[key] = tup
+
     def _delete_raw(self, tup: Any) -> None:
         self._data.pop(id(tup), None)
 

@@ -87,10 +87,11 @@ class MultikeyTreeIndex(TreeIndex):
         suffix_pk = () if self.unique else self._pk.tuple_sort_key(tup)
         keys: list = []
         seen: set = set()
-        for element in array:
+        getters: list[tuple[bool, Any]] = self._getters_of
+        for element in array or ():
             key = tuple(
                 get(json_path.dig(element, how) if multi else how(tup))
-                for (multi, how), get in zip(self._getters_of, self._part_keys)
+                for (multi, how), get in zip(getters, self._part_keys)
             ) + suffix_pk
             if key not in seen:
                 seen.add(key)
