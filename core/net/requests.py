@@ -222,17 +222,23 @@ def _decode_dml(packet: Packet, route: int) -> Request:
                  else Where.XROW_DML_BODY)
         raise with_location(err, where) from None
     row = packet.row
+    # (the asserts: decode_dml_body refused a body without the type's mandatory keys)
     if route == IprotoType.SELECT:
+        assert dml.limit is not None and dml.key is not None
         return Select(row, _u32(dml.space_id), _u32(dml.index_id), _u32(dml.iterator),
                       _u32(dml.offset), _u32(dml.limit), list(dml.key))
     if route in (IprotoType.INSERT, IprotoType.REPLACE):
+        assert dml.tuple is not None
         return DML_CLASSES[route](row, _u32(dml.space_id), list(dml.tuple))
     if route == IprotoType.UPDATE:
+        assert dml.key is not None and dml.ops is not None
         return Update(row, _u32(dml.space_id), _u32(dml.index_id), list(dml.key),
                       list(dml.ops), _i32(dml.index_base))
     if route == IprotoType.UPSERT:
+        assert dml.tuple is not None and dml.ops is not None
         return Upsert(row, _u32(dml.space_id), list(dml.tuple), list(dml.ops),
                       _i32(dml.index_base))
+    assert dml.key is not None
     return Delete(row, _u32(dml.space_id), _u32(dml.index_id), list(dml.key))
 
 
@@ -246,7 +252,7 @@ def _strict_map(packet: Packet, no_body: tuple, bad_body: tuple) -> dict:
     return body
 
 
-def _typed(body: dict, key: int, kind: type, bad_body: tuple) -> Any:
+def _typed(body: dict, key: int, kind: type | tuple[type, ...], bad_body: tuple) -> Any:
     if key not in body:
         return None
     value = body[key]
