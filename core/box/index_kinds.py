@@ -116,6 +116,8 @@ class BitsetIndex(ScanIndex):
             match = None
         else:
             want = self.bits(key[0])
+            if it is It.BITS_ALL_SET and want == 0:
+                return      # (2.6.0: no bit asked, no tuple)
             match = {
                 It.EQ: lambda v: v == want,
                 It.BITS_ALL_SET: lambda v: v & want == want,
@@ -180,10 +182,14 @@ class RtreeIndex(ScanIndex):
         """key_validate() of an RTREE: one array, or the coordinates themselves."""
         dim, n = self.dimension, len(key)
         if n == 0:
+            if it is not It.ALL:
+                raise ClientError(ErrorCode.ER_KEY_PART_COUNT, 2 * dim, 0)
             return
         if n == 1:
             if not isinstance(key[0], (list, tuple)):
                 raise ClientError(ErrorCode.ER_KEY_PART_TYPE, 0, FieldType.ARRAY.value)
+            if len(key[0]) in (dim, 2 * dim) and not all(map(_is_number, key[0])):
+                raise ClientError(ErrorCode.ER_KEY_PART_TYPE, 0, FieldType.NUMBER.value)
             self.rect(key[0], "Key")
         elif n in (dim, 2 * dim):
             self.rect(key, "Key")

@@ -226,6 +226,8 @@ class SpaceApi:
 
     def random(self, space_id, index_id, rnd):
         index = self._index(space_id, index_id)
+        if index.type.value == "BITSET":     # (memtx's BITSET has no random())
+            raise index.unsupported("random()")
         size = len(index)
         if size == 0:
             return None

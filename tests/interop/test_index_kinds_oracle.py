@@ -333,3 +333,45 @@ def test_index_definition_errors_as_2_6_0(tmp_path):
     assert ours.returncode == 0, ours.stderr
     assert len(_lines(real)) == 11
     assert _lines(ours) == _lines(real)
+
+
+# BITSET and RTREE searches at the edges: empty, partial, long and malformed keys, an
+# empty bit mask, random(), boxes given corner-swapped
+EDGE_KEYS = """
+box.cfg{log_level = 1}
+local function try(label, f) local ok, e = pcall(f) if ok and type(e) == 'table' then e = #e end print(label, ok, tostring(e)) end
+local s = box.schema.space.create('b')
+s:create_index('pk')
+s:create_index('bs', {type = 'bitset', parts = {2, 'unsigned'}})
+s:create_index('rt', {type = 'rtree', parts = {3, 'array'}})
+for i = 1, 5 do s:insert{i, i, {i, i}} end
+try('b1', function() return s.index.bs:select(nil, {iterator = 'BITS_ALL_SET'}) end)
+try('b2', function() return s.index.bs:select({}, {iterator = 'EQ'}) end)
+try('b3', function() return s.index.bs:select({1, 2}, {iterator = 'EQ'}) end)
+try('b4', function() return s.index.bs:count(1, {iterator = 'BITS_ANY_SET'}) end)
+try('b5', function() return s.index.bs:select(0, {iterator = 'BITS_ALL_SET'}) end)
+try('b6', function() return s.index.bs:select(0, {iterator = 'EQ'}) end)
+try('b7', function() return s.index.bs:random(1) end)
+try('r1', function() return s.index.rt:select(nil, {iterator = 'NEIGHBOR'}) end)
+try('r2', function() return s.index.rt:select({1, 2, 3}, {iterator = 'EQ'}) end)
+try('r3', function() return s.index.rt:select({{1, 2, 3}}, {iterator = 'EQ'}) end)
+try('r4', function() return s.index.rt:select({{1, 'a'}}, {iterator = 'EQ'}) end)
+try('r5', function() return s.index.rt:get({1, 1}) end)
+try('r6', function() return s.index.rt:count({0, 0, 10, 10}, {iterator = 'LE'}) end)
+try('r7', function() return s.index.rt:select({1, 1}) end)
+try('r8', function() return s.index.rt:select({}, {iterator = 'LE'}) end)
+try('r9', function() return s:insert{9, 9, {1, 2, 3}} end)
+try('r10', function() return s:insert{9, 9} end)
+try('r11', function() return s:insert{9, 9, {3, 4, 1, 2}}[1] end)
+try('r12', function() return s.index.rt:select({2, 2, 3, 3}, {iterator = 'EQ'}) end)
+try('r13', function() return s.index.rt:select({1, 2, 3, 4, 5}) end)
+os.exit(0)
+"""
+
+
+def test_bitset_and_rtree_keys_at_the_edges_as_2_6_0(tmp_path):
+    real, ours = both(EDGE_KEYS, tmp_path)
+    assert real.returncode == 0, real.stderr
+    assert ours.returncode == 0, ours.stderr
+    assert len(_lines(real)) == 20
+    assert _lines(ours) == _lines(real)
