@@ -200,7 +200,9 @@ class Space:
                 if type1_contains_type2(current, ptype):
                     types[no] = ptype
                 elif not type1_contains_type2(ptype, current):
-                    code = (ErrorCode.ER_INDEX_PART_TYPE_MISMATCH if no in key_parts
+                    # (a path's container conflicts as with another index, in 2.6.0)
+                    code = (ErrorCode.ER_INDEX_PART_TYPE_MISMATCH
+                            if no in key_parts or part.tokens
                             else ErrorCode.ER_FORMAT_MISMATCH_INDEX_PART)
                     raise ClientError(code, str(no + 1), current.value, ptype.value)
                 key_parts.add(no)

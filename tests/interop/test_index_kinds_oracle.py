@@ -375,3 +375,33 @@ def test_bitset_and_rtree_keys_at_the_edges_as_2_6_0(tmp_path):
     assert ours.returncode == 0, ours.stderr
     assert len(_lines(real)) == 20
     assert _lines(ours) == _lines(real)
+
+
+# JSON paths against the space format and index alters over stored tuples
+PATHS_AND_FORMAT = """
+box.cfg{log_level = 1}
+local s = box.schema.space.create('g')
+s:create_index('pk')
+s:create_index('p', {parts = {{2, 'string', path = 'a'}}})
+print(pcall(s.format, s, {{'id', 'unsigned'}, {'doc', 'string'}}))
+print(pcall(s.format, s, {{'id', 'unsigned'}, {'doc', 'map'}}))
+print(pcall(s.format, s, {{'id', 'unsigned'}, {'doc', 'array'}}))
+print(pcall(s.create_index, s, 'q', {parts = {{2, 'string'}}}))
+print(pcall(s.create_index, s, 'r', {parts = {{2, 'unsigned', path = '[1]'}}}))
+s:insert{1, {a = 'x'}}
+print(pcall(s.create_index, s, 'u', {parts = {{2, 'unsigned', path = 'b'}}}))
+print((pcall(s.create_index, s, 'v', {parts = {{2, 'unsigned', path = 'b', is_nullable = true}}})))
+print(s.index.v ~= nil)
+print(pcall(s.index.p.alter, s.index.p, {parts = {{2, 'string', path = 'z'}}}))
+print(pcall(s.index.p.alter, s.index.p, {parts = {{2, 'string', path = 'a', is_nullable = true}}}))
+print(#s.index.p:select())
+os.exit(0)
+"""
+
+
+def test_json_paths_against_the_format_as_2_6_0(tmp_path):
+    real, ours = both(PATHS_AND_FORMAT, tmp_path)
+    assert real.returncode == 0, real.stderr
+    assert ours.returncode == 0, ours.stderr
+    assert len(real.stdout.splitlines()) == 11
+    assert ours.stdout.splitlines() == real.stdout.splitlines()
