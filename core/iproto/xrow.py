@@ -150,7 +150,8 @@ class XRow:
             return NotImplemented
         return self._identity() == other._identity()
 
-    __hash__ = None
+    # No __hash__: a row is mutable (Python sets __hash__ to None for a class that
+    # defines __eq__ alone; mypy does not let it be assigned None explicitly).
 
     def body_map(self) -> Any:
         """The decoded body (usually a dict keyed by IprotoKey values), or None."""
@@ -265,7 +266,7 @@ def _decode_header(buf: bytes, pos: int, end: int) -> tuple[XRow, int]:
             size, pos = _unpack_u32(buf, pos + 1)[0], pos + 5
         else:
             raise MsgpackError("header is not a map")
-        values = dict.fromkeys(HEADER_UINT_ATTRS.values(), 0)
+        values: dict[str, Any] = dict.fromkeys(HEADER_UINT_ATTRS.values(), 0)
         timestamp = 0.0
         tsn_field = None
         flags = 0
@@ -392,9 +393,12 @@ def relay_header(buf: bytes) -> tuple[XRow, int] | None:
 
 
 # by the size of a MsgPack uint: the smallest value written in that size (the
-# shortest encoding); SHORTEST_FROM0 lets a 0 fixint pass
-SHORTEST_FROM = (None, 1, 0x80, 0x100, None, 0x10000, None, None, None, 0x100000000)
-SHORTEST_FROM0 = (None, 0) + SHORTEST_FROM[2:]
+# shortest encoding); SHORTEST_FROM0 lets a 0 fixint pass. Sizes no uint has hold
+# a value no uint reaches (never looked up; it would say "not the shortest").
+_NO_SIZE = 1 << 64
+SHORTEST_FROM = (_NO_SIZE, 1, 0x80, 0x100, _NO_SIZE, 0x10000, _NO_SIZE, _NO_SIZE, _NO_SIZE,
+                 0x100000000)
+SHORTEST_FROM0 = (_NO_SIZE, 0) + SHORTEST_FROM[2:]
 
 
 def usual_header(buf: bytes) -> tuple[XRow, int]:
@@ -405,7 +409,7 @@ def usual_header(buf: bytes) -> tuple[XRow, int]:
         raise NotUsual()
     # by key (HEADER_LAYOUT): type, sync, replica_id, lsn, timestamp, schema_version,
     # -, group_id, the TSN field (None: absent), flags
-    fields = [0, 0, 0, 0, 0.0, 0, 0, 0, None, 0]
+    fields: list[Any] = [0, 0, 0, 0, 0.0, 0, 0, 0, None, 0]
     pos = 1
     for _ in range(first & 0x0F):
         key = buf[pos]
@@ -466,7 +470,8 @@ def decode_rows_strict(payload: bytes) -> list[XRow]:
             else:
                 next_pos = body_pos
         except ClientError as err:
-            err.offset = pos
+            # the row's place in the payload, read with getattr by those who report it
+            err.offset = pos  # type: ignore[attr-defined]
             raise
         rows.append(row)
         pos = next_pos
