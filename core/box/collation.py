@@ -11,8 +11,9 @@ primary (the bootstrap rows), 'unicode_<locale>_s<n>' the locale at strength n.
 Strings that are not valid UTF-8 (Lua byte strings: surrogate escapes here) collate as
 ICU reads them, each bad byte a U+FFFD.
 
-Without PyICU, field_types' approximation serves 'unicode' and 'unicode_ci' (and any
-other ICU collation is refused by name).
+Without PyICU, field_types' approximation serves 'unicode' and 'unicode_ci', and the
+other ICU collations as the one of them nearest their strength (so a replica without
+PyICU still takes any collated index of its master).
 """
 from __future__ import annotations
 
@@ -40,6 +41,11 @@ def define(name: str, kind: str, locale: str, opts: dict | None) -> None:
 
 def is_icu(name: str | None) -> bool:
     return name in _DEFINITIONS
+
+
+def strength(name: str) -> str:
+    """An ICU collation's strength option ('tertiary' unless the row says)."""
+    return str(_DEFINITIONS[name][1].get("strength", "tertiary")).lower()
 
 
 _STRENGTH = {"primary": "PRIMARY", "secondary": "SECONDARY", "tertiary": "TERTIARY",

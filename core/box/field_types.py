@@ -412,6 +412,9 @@ def collation_key(collation: str | None) -> Callable[[str], Any]:
         return _unicode_key
     if collation == "unicode_ci":
         return _unicode_ci_key
+    if icu_collation.is_icu(collation):      # (no PyICU: see collation.py)
+        return _unicode_ci_key if icu_collation.strength(collation) == "primary" \
+            else _unicode_key
     raise ValueError(f"unsupported collation {collation!r}")
 
 
