@@ -25,7 +25,7 @@ import msgpack
 from spindle.core.iproto.constants import GroupId
 from spindle.core.iproto.errors import ClientError, ErrorCode
 
-from . import collation
+from . import collation, json_path
 from .index import IndexDef
 from .key_def import KeyPart
 from .sequence import Sequences, check_sequence_part
@@ -219,13 +219,11 @@ class Schema:
             collation = part.get("collation")
             if isinstance(collation, int):
                 collation = self.collations.get(collation)
-            try:
-                return KeyPart(part.get("field", 0), part.get("type", "unsigned"),
-                               bool(part.get("is_nullable", False)), collation,
-                               part.get("path"))
-            except ValueError:
-                raise ClientError(ErrorCode.ER_WRONG_INDEX_OPTIONS, no,
-                                  "invalid path") from None
+            path = part.get("path")
+            if path and json_path.parse(path) is None:
+                raise ClientError(ErrorCode.ER_WRONG_INDEX_OPTIONS, no, "invalid path")
+            return KeyPart(part.get("field", 0), part.get("type", "unsigned"),
+                           bool(part.get("is_nullable", False)), collation, path)
         return KeyPart(part[0], part[1])    # the 1.x-style [fieldno, type]
 
     def _on_index(self, old, new):
