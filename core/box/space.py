@@ -32,6 +32,8 @@ from spindle.core.iproto.msgpack import pack_tuple, tuple_bsize
 from spindle.core.box.index import DupMode, Index, IndexDef, IndexType, make_index
 from spindle.core.box.json_path import PathChecks, container_type
 from spindle.core.box.key_def import normalize_key
+from spindle.core.box.memtx_arena import MemtxArena
+from spindle.core.box.stat import REQUESTS
 from spindle.core.box.sequence import (
     Sequence as SpaceSequence, handle_sequence, sequence_tuple,
 )
@@ -43,6 +45,8 @@ from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.iproto.request import DmlRequest
 
 _INSERT, _REPLACE = int(IprotoType.INSERT), int(IprotoType.REPLACE)
+_DELETE, _UPDATE, _UPSERT = (int(IprotoType.DELETE), int(IprotoType.UPDATE),
+                             int(IprotoType.UPSERT))
 # The duplicate modes of INSERT and REPLACE (an Enum member lookup costs as much as a
 # call: the hot path takes them from here)
 _STORE_MODE = {_INSERT: DupMode.INSERT, _REPLACE: DupMode.REPLACE_OR_INSERT}
@@ -112,6 +116,8 @@ class Space:
         self.sequence_fieldno = 0
         self.sequence_path: str | None = None
         self._bsize = 0
+        # the engine's tuple memory (Engine.create_space gives the shared one)
+        self.arena = MemtxArena()
         self._format: list[FieldDef] = [FieldDef.of(f) for f in (format or [])]
         self._rebuild_format()
         for index_def in indexes or ():
@@ -355,7 +361,7 @@ class Space:
         if index_id == 0:
             if len(self.indexes) > 1:
                 raise ClientError(ErrorCode.ER_DROP_PRIMARY_KEY, self.name)
-            self._bsize = 0
+            self._free_all()
         del self.indexes[index_id]
         self._rebuild_format()
 
@@ -408,6 +414,7 @@ class Space:
         txns = self.txns
         txn = txns.open.get(txns.fiber_key())
         if txn is None:
+            REQUESTS[rtype] += 1                 # box.stat(): put_in_txn counts its own
             return txns.execute(self, PutRequest(rtype, self.id, tup))
         return self.put_in_txn(txn, tup, rtype)
 
@@ -420,6 +427,7 @@ class Space:
         statement and its redo row join the transaction (a failure before that
         leaves nothing to undo: the indexes refuse all or nothing). Anything else
         takes execute()."""
+        REQUESTS[rtype] += 1
         if (txn.replicated or self.engine != "memtx" or len(self.before_replace)
                 or len(self.on_replace)):
             return self.txns.execute(self, PutRequest(rtype, self.id, tup))
@@ -437,15 +445,18 @@ class Space:
         return new
 
     def delete(self, key: Any, index_id: int = 0) -> tuple | None:
+        REQUESTS[_DELETE] += 1
         return self.txns.execute(self, self._request(
             IprotoType.DELETE, index_id=index_id, key=normalize_key(key)))
 
     def update(self, key: Any, ops: Any, index_id: int = 0, index_base: int = 1) -> tuple | None:
+        REQUESTS[_UPDATE] += 1
         return self.txns.execute(self, self._request(
             IprotoType.UPDATE, index_id=index_id, key=normalize_key(key), ops=ops,
             index_base=index_base))
 
     def upsert(self, tup: Sequence[Any], ops: Any, index_base: int = 1) -> None:
+        REQUESTS[_UPSERT] += 1
         return self.txns.execute(self, self._request(
             IprotoType.UPSERT, tuple=tup, ops=ops, index_base=index_base))
 
@@ -469,23 +480,31 @@ class Space:
         stored = [self.validate_tuple(tup) for tup in tuples]
         for index in self.indexes.values():
             index.build(stored)
-        self._bsize += sum(map(tuple_bsize, stored))
+        size = sum(map(tuple_bsize, stored))
+        self._bsize += size
+        self.arena.used += size
         if len(self.on_replace):
             for tup in stored:
                 self.on_replace.run(None, tup, self.name, "REPLACE")
 
     def execute_request(self, request: DmlRequest) -> Any:
-        """Run a decoded IPROTO DML request (applier, recovery, the network)."""
+        """Run a decoded IPROTO DML request of a client (box.stat() counts it)."""
+        REQUESTS[request.type] += 1
         return self.txns.execute(self, request)
 
     def truncate(self) -> list:
         """The memory part of truncation: empty every index; returns the removed tuples
         in primary key order (the caller owns logging and undo via _truncate)."""
         removed = self._all_tuples()
+        self._free_all()
         for idx in self.indexes.values():
             idx.clear()
-        self._bsize = 0
         return removed
+
+    def _free_all(self) -> None:
+        """Every tuple leaves the space (truncation, the primary key dropped)."""
+        self.arena.used -= self._bsize
+        self._bsize = 0
 
     # -- execution -------------------------------------------------------------
 
@@ -550,9 +569,15 @@ class Space:
         pk = indexes.get(0)
         if len(indexes) != 1 or pk is None:
             return new, self._replace_all(None, new, mode, data), data
+        if data is not None:
+            size = len(data)
+            arena = self.arena
+            if arena.used + size > arena.limit:
+                arena.check(size, self.id)  # memtx_tuple_new: before any index
         displaced = pk.replace(None, new, mode)
         if displaced is None and data is not None:
-            self._bsize += len(data)
+            self._bsize += size
+            arena.used += size
         else:
             self._account(displaced, new, data)
         return new, displaced, data
@@ -616,12 +641,19 @@ class Space:
         pk = indexes.get(0)
         if pk is None or next(iter(indexes)) != 0:
             raise ClientError(ErrorCode.ER_NO_SUCH_INDEX_ID, 0, self.name)
+        size = None
+        if new is not None:                       # memtx_tuple_new's quota check
+            arena = self.arena
+            size = len(new_data) if new_data is not None else tuple_bsize(new)
+            if arena.used + size > arena.limit:
+                arena.check(size, self.id)
         displaced = pk.replace(old, new, mode)
         if len(indexes) == 1:
             if displaced is None and new_data is not None:
-                self._bsize += len(new_data)      # _account() of a plain insert
+                self._bsize += size               # _account() of a plain insert
+                arena.used += size
             else:
-                self._account(displaced, new, new_data)
+                self._account(displaced, new, new_data, size)
             return displaced
         done = [pk]
         try:
@@ -635,7 +667,7 @@ class Space:
                 if displaced is not None:
                     idx.insert_raw(displaced)
             raise
-        self._account(displaced, new, new_data)
+        self._account(displaced, new, new_data, size)
         return displaced
 
     def undo(self, old: Any, new: Any) -> None:
@@ -649,13 +681,23 @@ class Space:
                 idx.insert_raw(old)
         self._account(new, old)
 
-    def _account(self, removed: Any, added: Any, added_data: bytes | None = None) -> None:
+    def _account(self, removed: Any, added: Any, added_data: bytes | None = None,
+                 added_size: int | None = None) -> None:
+        """bsize and arena bytes: `removed` leaves, `added` (packed as `added_data`,
+        or of `added_size` MsgPack bytes, when the caller knows) comes."""
+        arena = self.arena
         if removed is not None:
-            self._bsize -= tuple_bsize(removed)
+            size = tuple_bsize(removed)
+            self._bsize -= size
+            arena.used -= size
         if added_data is not None:
-            self._bsize += len(added_data)
+            size = len(added_data)
+            self._bsize += size
+            arena.used += size
         elif added is not None:
-            self._bsize += tuple_bsize(added)
+            size = added_size if added_size is not None else tuple_bsize(added)
+            self._bsize += size
+            arena.used += size
 
     # -- before_replace ---------------------------------------------------------
 

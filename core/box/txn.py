@@ -441,7 +441,9 @@ class Engine:
 
     def __init__(self, journal: Journal | None = None,
                  fiber_key: Callable[[], Hashable] | None = None):
+        from spindle.core.box.memtx_arena import MemtxArena
         self.txns = TxnManager(journal, fiber_key)
+        self.arena = MemtxArena()        # every space's tuples (box.cfg.memtx_memory)
         self.spaces: dict[int, Any] = {}
         self._by_name: dict[str, Any] = {}
 
@@ -450,6 +452,7 @@ class Engine:
         if id in self.spaces or name in self._by_name:
             raise ClientError(ErrorCode.ER_SPACE_EXISTS, name)
         space = Space(id, name, txns=self.txns, **options)
+        space.arena = self.arena
         self.spaces[id] = space
         self._by_name[name] = space
         return space
@@ -458,6 +461,7 @@ class Engine:
         space = self.space(id_or_name)
         del self.spaces[space.id]
         del self._by_name[space.name]
+        space._free_all()                # its tuples go with it
 
     def rename_space(self, id_or_name: int | str, new_name: str) -> None:
         space = self.space(id_or_name)

@@ -24,7 +24,8 @@ import struct
 from typing import TYPE_CHECKING, Any, Callable
 
 from spindle.core.box.access import VIEW_SOURCE, Access, Priv
-from spindle.core.iproto.constants import IprotoKey
+from spindle.core.box.stat import REQUESTS
+from spindle.core.iproto.constants import IprotoKey, IprotoType
 from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.iproto.msgpack import packb
 from spindle.core.iproto.request import DmlRequest
@@ -37,6 +38,9 @@ if TYPE_CHECKING:
     from spindle.core.instance_api import InstanceApi
 
 BALLOT_IS_RO, BALLOT_VCLOCK, BALLOT_GC_VCLOCK, BALLOT_IS_LOADING = 0x01, 0x02, 0x03, 0x04
+# box.stat()'s slots, as plain ints
+_SELECT, _AUTH, _CALL, _EVAL = map(int, (IprotoType.SELECT, IprotoType.AUTH,
+                                         IprotoType.CALL, IprotoType.EVAL))
 _USER_SPACE_ID_MIN = 512          # BOX_SYSTEM_ID_MAX + 1: below are system spaces
 _pack_u32 = struct.Struct(">I").pack
 _DATA_HEAD = b"\x81\x30\xdd"        # {DATA: [...]} with a 32-bit array header, as 2.6.0
@@ -114,6 +118,7 @@ class BoxExecutor(IprotoExecutor):
     # ------------------------------------------------------------ sessions
 
     def find_user(self, name: str) -> AuthUser | None:
+        REQUESTS[_AUTH] += 1                          # box_process_auth counts them all
         user = self.box.schema.user_by_name(name)
         if user is None or user.type != "user":
             return None
@@ -134,9 +139,11 @@ class BoxExecutor(IprotoExecutor):
             return self.select(session, request)
         if isinstance(request, (rq.Insert, rq.Update, rq.Upsert, rq.Delete)):
             return self.dml(session, request)
-        if isinstance(request, rq.Call):
+        if isinstance(request, rq.Call):              # (CALL_16 too, as 2.6.0)
+            REQUESTS[_CALL] += 1
             return self.call(session, request)
         if isinstance(request, rq.Eval):
+            REQUESTS[_EVAL] += 1
             return self.eval(session, request)
         if isinstance(request, rq.Vote):
             return {IprotoKey.BALLOT: self.ballot()}
@@ -175,6 +182,7 @@ class BoxExecutor(IprotoExecutor):
         self._granted.add(key)
 
     def select(self, session: Session, request: rq.Select) -> bytes:
+        REQUESTS[_SELECT] += 1
         box = self.box
         space = box.engine.find_space(request.space_id)
         if space is None:

@@ -36,6 +36,7 @@ import uuid as uuid_module
 from typing import Any, Callable
 
 from spindle.core import log
+from spindle.core.box.stat import NET, NET_CONNECTIONS, NET_RECEIVED, NET_REQUESTS, NET_SENT
 from spindle.core.fiber import Cond
 from spindle.core.fiber.coio import CoSocket, SocketError, listen, listen_unix
 from spindle.core.iproto.auth import SCRAMBLE_SIZE, check_scramble, generate_salt
@@ -168,6 +169,7 @@ class IprotoConnection:
         salt = generate_salt()
         self.session.salt = salt
         self.sock.write(encode_greeting(self.server.instance_uuid(), salt))
+        NET[NET_SENT] += 128
         on_connect = getattr(self.server.executor, "on_connect", None)
         if on_connect is not None:
             try:
@@ -236,6 +238,9 @@ class IprotoConnection:
 
     def _dispatch(self, raw: bytes) -> bool:
         """Start serving one packet; False when the connection must close."""
+        net = NET                       # box.stat.net(): the packet and its length prefix
+        net[NET_REQUESTS] += 1
+        net[NET_RECEIVED] += len(raw) + 5
         sync = 0
         try:
             request = decode_request_fast(raw)
@@ -467,6 +472,7 @@ class IprotoConnection:
         except OSError as exc:
             self._output_failed(exc)
             return
+        NET[NET_SENT] += sent
         if sent < len(data):
             rest = data[sent:]
             self._out.insert(0, rest)
@@ -499,6 +505,7 @@ class IprotoConnection:
                 self._writing = True
                 try:
                     self.sock.write(data)
+                    NET[NET_SENT] += len(data)
                 finally:
                     self._writing = False
                     self._changed.broadcast()
@@ -736,6 +743,7 @@ class IprotoServer:
                     return
                 continue
             self.accepted += 1
+            NET[NET_CONNECTIONS] += 1
             conn = IprotoConnection(self, sock, address)
             self.connections.append(conn)
             conn.start()

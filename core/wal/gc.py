@@ -1,7 +1,7 @@
 """Garbage collection of checkpoints (.snap) and WAL files (.xlog), as gc.c of 2.6.0.
 
-State: the checkpoints (oldest first, each with the names of whoever holds it: 2.6.0's
-box.backup, which Spindle has not, so box.info.gc shows none), the WAL consumers (a
+State: the checkpoints (oldest first, each with the names of whoever holds it:
+"backup" while box.backup pins it), the WAL consumers (a
 replica: a name and the vclock it has read up to; see gc_consumer_register/advance/
 unregister at the end) and `vclock`, the oldest vclock whose rows are still kept.
 
@@ -24,6 +24,7 @@ import os
 from dataclasses import dataclass, field
 
 from spindle.core import log
+from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.vclock import VClock
 from spindle.core.xlog.files import list_files
 
@@ -69,6 +70,7 @@ class GarbageCollector:
         self._completed = 0
         self._fiber = None
         self._waiters: list = []
+        self.backup: Checkpoint | None = None      # pinned by box.backup.start()
 
     # ------------------------------------------------------------- checkpoints
 
@@ -221,3 +223,30 @@ def gc_consumer_unregister(gc: GarbageCollector, consumer: Consumer) -> None:
 
 def _sort_consumers(consumers: list[Consumer]) -> None:
     consumers.sort(key=functools.cmp_to_key(lambda a, b: a.vclock.lex_compare(b.vclock)))
+
+
+# -------------------------------------------------------------------- backups
+# box.backup.start()/stop() of 2.6.0 (box_backup_start): a checkpoint is pinned with
+# the reference "backup" until stop, so its snapshot and the WAL files after it stay.
+
+def box_backup_start(gc: GarbageCollector, checkpoint_idx: int) -> list[str]:
+    """Pin the checkpoint `checkpoint_idx` back from the newest (0: the newest);
+    the files a backup copies: its snapshot (2.6.0 lists the engines' files, and
+    memtx has the one .snap; the xlogs after it stay until stop)."""
+    if gc.backup is not None:
+        raise ClientError(ErrorCode.ER_BACKUP_IN_PROGRESS)
+    if checkpoint_idx >= len(gc.checkpoints):
+        raise ClientError(ErrorCode.ER_MISSING_SNAPSHOT)
+    checkpoint = gc.checkpoints[-1 - checkpoint_idx]
+    checkpoint.references.append("backup")
+    gc.backup = checkpoint
+    return [os.path.join(gc.memtx_dir, f"{checkpoint.signature:020d}.snap")]
+
+
+def box_backup_stop(gc: GarbageCollector) -> None:
+    """Unpin the backup's checkpoint; the next cleanup may take it."""
+    checkpoint, gc.backup = gc.backup, None
+    if checkpoint is not None:
+        if "backup" in checkpoint.references:
+            checkpoint.references.remove("backup")
+        gc.schedule_cleanup()
