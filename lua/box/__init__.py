@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 from spindle.core import log
 from spindle.core.box.access import Access
+from spindle.core.box.cfg_options import QUOTA_UNIT_SIZE
 from spindle.core.instance.box import Box
 from spindle.core.instance import startup
 from spindle.core.instance.limbo_txn import on_synchro_option_changed
@@ -40,6 +41,7 @@ from .schema import SchemaApi
 from .sequence import SequenceApi
 from .space import SpaceApi
 from .spark import SparkApi
+from .stat import StatApi
 from .process import ProcessOptions
 from .tuple import TupleBridge
 from .txn import TxnApi
@@ -76,6 +78,7 @@ class BoxStorage:
         self.info = InfoApi(self, box_table)
         self.ctl = CtlApi(self, box_table)
         self.spark = SparkApi(self, box_table)      # box.spark (Spark loads on first use)
+        self.stat = StatApi(self, box_table)        # box.runtime now, box.stat with box.cfg
         self.funcs = FuncApi(self, box_table)       # box.func
         self._installers = [api.lua[b"install"] for api in
                             (self.spaces, self.txn, self.sequence, self.schema, self.info,
@@ -122,6 +125,7 @@ class BoxStorage:
             "checkpoint_interval": self._set_checkpoint_interval,
             "checkpoint_count": self._set_checkpoint_count,
             "log": self._set_log,
+            "memtx_memory": self._set_memtx_memory,
         }
 
     def _remember(self, name: str) -> Callable[[Any], None]:
@@ -159,6 +163,7 @@ class BoxStorage:
         """The storage part of the first box.cfg: runs in the configuring fiber (a
         wait-request), returns when the box is up."""
         cwd = os.getcwd()
+        self._set_memtx_memory(values["memtx_memory"])   # recovery obeys it too
         try:
             self._run_schema_init()
             self.box.start(values)
@@ -175,6 +180,7 @@ class BoxStorage:
         for install in self._installers:
             install()
         self.sequence.install()          # (its objects are blessed by box.schema)
+        self.stat.install()
 
     def _run_schema_init(self) -> None:
         """box.ctl.on_schema_init triggers, with box.space already there for them
@@ -206,12 +212,18 @@ class BoxStorage:
         self._new_box()
 
     def stop(self) -> None:
+        self.stat.stop()
         if self.started:
             self.box.stop()
         self.process.stop()
         if self._log_file is not None:
             log.close_file()
             self._log_file = None
+
+    def _set_memtx_memory(self, value) -> None:
+        """The tuple quota: memtx_memory rounded up to whole KiB, as 2.6.0's quota."""
+        unit = QUOTA_UNIT_SIZE
+        self.box.engine.arena.quota = (int(value) + unit - 1) // unit * unit
 
     def _set_checkpoint_interval(self, value) -> None:
         if self.box.checkpointer is not None:

@@ -37,6 +37,10 @@ class InfoApi:
         info["replication"] = replication_info(box)
         info["replication_anon"] = {"count": len(box.replicaset.anon_replicas())}
         info["synchro"] = synchro_info(box)      # the 2.7.3+ field
+        iproto = getattr(self.storage.instance, "iproto", None)
+        listen = iproto.listen_address() if iproto is not None else None
+        if listen is not None:                   # absent (nil) when not listening
+            info["listen"] = listen
         return info
 
     def replication_anon(self) -> dict:
@@ -53,11 +57,8 @@ class InfoApi:
         return gc.info()
 
     def memory(self, lua_bytes) -> dict:
-        engine = self.storage.box.engine
-        data = index = 0
-        for space in engine.spaces.values():
-            data += space.bsize()
-            index += sum(idx.bsize() for idx in space.indexes.values())
+        """box.info.memory(): tuples and indexes as box.slab.info() counts them."""
+        data, index, _quota = self.storage.stat.memory()
         return {"cache": 0, "data": data, "index": index, "lua": int(lua_bytes or 0),
                 "net": 0, "tx": 0}
 

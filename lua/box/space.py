@@ -28,11 +28,14 @@ from typing import Any, Callable
 from spindle.core import log
 from spindle.core.box.index import HashIndex, TreeIndex, _REVERSE
 from spindle.core.box.space import NULL_TUPLE, Space
+from spindle.core.box.stat import REQUESTS
 from spindle.core.iproto.constants import IprotoType, IteratorType
 from spindle.core.iproto.errors import ClientError, ErrorCode
 
 from ..errors import LuaError
 from ..runtime import read_source
+
+_SELECT = int(IprotoType.SELECT)
 
 UINT32_MAX = 4294967295
 
@@ -205,9 +208,11 @@ class SpaceApi:
         return self.engine.space(self._to_py(space_id)).index(self._to_py(index_id))
 
     def get(self, space_id, index_id, key):
+        REQUESTS[_SELECT] += 1                      # box.stat(): as box_index_get
         return self.tuples.to_lua(self._index(space_id, index_id).get(self._to_py(key)))
 
     def select(self, space_id, index_id, key, iterator, offset, limit):
+        REQUESTS[_SELECT] += 1
         index = self._index(space_id, index_id)
         limit = self._to_py(limit)
         rows = index.select(self._to_py(key), self._to_py(iterator),
@@ -246,6 +251,7 @@ class SpaceApi:
 
     def iterator_check(self, space_id, index_id, key, iterator) -> None:
         """Validate key and iterator type when pairs() is called, as Tarantool does."""
+        REQUESTS[_SELECT] += 1                      # (box_index_iterator counts it)
         self._index(space_id, index_id).pairs(self._to_py(key), self._to_py(iterator))
 
     def iterator_next(self, space_id, index_id, key, iterator, after, count):

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from .oracle import both
 
-# 2.6.0 has these too, Spindle not yet: SQL (box.execute), box.internal and
-# box.runtime (issue 23 item 5).
-NOT_IN_SPINDLE = {"execute", "internal", "runtime"}
+# 2.6.0 has these too, Spindle not yet: SQL (box.execute) and box.internal.
+NOT_IN_SPINDLE = {"execute", "internal"}
 
 SCRIPT = """
 local keys = {}
