@@ -132,13 +132,14 @@ class BitsetIndex(ScanIndex):
 
 class RtreeIndex(ScanIndex):
     type = IndexType.RTREE
+    # (entry box r, query box q: (lo, hi) per coordinate)
     _OPS = {
         It.EQ: lambda r, q: r == q,
-        It.GE: lambda r, q: all(a <= c and d <= b for a, b, c, d in _sides(r, q)),
-        It.GT: lambda r, q: all(a < c and d < b for a, b, c, d in _sides(r, q)),
-        It.LE: lambda r, q: all(c <= a and b <= d for a, b, c, d in _sides(r, q)),
-        It.LT: lambda r, q: all(c < a and b < d for a, b, c, d in _sides(r, q)),
-        It.OVERLAPS: lambda r, q: all(a <= d and c <= b for a, b, c, d in _sides(r, q)),
+        It.GE: lambda r, q: all(a <= c and d <= b for (a, b), (c, d) in zip(r, q)),
+        It.GT: lambda r, q: all(a < c and d < b for (a, b), (c, d) in zip(r, q)),
+        It.LE: lambda r, q: all(c <= a and b <= d for (a, b), (c, d) in zip(r, q)),
+        It.LT: lambda r, q: all(c < a and b < d for (a, b), (c, d) in zip(r, q)),
+        It.OVERLAPS: lambda r, q: all(a <= d and c <= b for (a, b), (c, d) in zip(r, q)),
     }
 
     def __init__(self, space: Any, index_def: Any, pk_def: Any = None):
@@ -227,11 +228,6 @@ class RtreeIndex(ScanIndex):
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _sides(r: tuple, q: tuple):
-    """(entry lo, entry hi, query lo, query hi) per coordinate."""
-    return [(a, b, c, d) for (a, b), (c, d) in zip(r, q)]
 
 
 class FuncIndex(ScanIndex):
