@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import time
 import traceback
+from typing import TYPE_CHECKING
 
 from spindle.core import log
 from spindle.core.fiber import Cond, TriggerList
@@ -58,6 +59,9 @@ from .replica import ApplierState
 from .streams import (
     Connection, TxAssembler, decoded, describe_error, reply_error,
 )
+
+if TYPE_CHECKING:
+    from spindle.core.fiber.fiber import Fiber
 from .uri import parse_uri
 
 S = ApplierState
@@ -101,8 +105,8 @@ class Applier:
         self.last_row_time = sched.clock()
         self.lag = TIMEOUT_INFINITY
         self.diag: BaseException | None = None
-        self.reader = None
-        self.writer = None
+        self.reader: Fiber | None = None
+        self.writer: Fiber | None = None
         self._conn: Connection | None = None
         self._paused = False
         self._resume_cond = Cond(sched)
@@ -123,9 +127,9 @@ class Applier:
         if self.reader is not None and self.reader.status != "dead":
             return
         self._paused = False
-        self.reader = self.sched.spawn(self.applier_f, name=f"applier/{self.peer}",
-                                       start=False)
-        self.reader.set_joinable(True)
+        reader = self.reader = self.sched.spawn(self.applier_f, name=f"applier/{self.peer}",
+                                                start=False)
+        reader.set_joinable(True)
 
     def applier_stop(self) -> None:
         """applier_stop: cancel the fibers, wait for them, state `off`."""
@@ -382,8 +386,8 @@ class Applier:
         rows up to our registration in `_cluster` (final rows). Nothing is applied
         before the whole JOIN arrived, so a JOIN broken half way leaves no trace and
         the next attempt starts clean."""
-        box, conn = self.box, self._conn
-        conn.write_row(encode_join(box.instance_uuid), self._timeout())
+        box, conn = self.box, self._connection()
+        conn.write_row(encode_join(self._instance_uuid()), self._timeout())
         box.replicaset.vclock = self._read_vclock_reply("JOIN")
         self.applier_set_state(S.INITIAL_JOIN)
         snapshot = self._read_snapshot_rows()
@@ -400,7 +404,7 @@ class Applier:
     def applier_fetch_snapshot(self) -> None:
         """applier_fetch_snapshot: JOIN for an anonymous replica (no final stage,
         no id)."""
-        self._conn.write_row(encode_fetch_snapshot(), self._timeout())
+        self._connection().write_row(encode_fetch_snapshot(), self._timeout())
         self.box.replicaset.vclock = self._read_vclock_reply("FETCH_SNAPSHOT")
         self.applier_set_state(S.FETCH_SNAPSHOT)
         snapshot = self._read_snapshot_rows()
@@ -412,8 +416,9 @@ class Applier:
         """applier_register: an anonymous replica asks for an id; the master's WAL
         rows up to the `_cluster` insert come back and are applied (and logged)."""
         box = self.box
-        self._conn.write_row(encode_register(box.instance_uuid, box.replicaset.vclock.copy()),
-                             self._timeout())
+        self._connection().write_row(
+            encode_register(self._instance_uuid(), box.replicaset.vclock.copy()),
+            self._timeout())
         self.applier_set_state(S.REGISTER)
         for tx in self._read_wal_rows(0, box.replicaset.vclock):
             applier_apply_tx(box, tx)
@@ -422,8 +427,21 @@ class Applier:
         self.applier_set_state(S.REGISTERED)
         self.applier_set_state(S.READY)
 
+    def _connection(self) -> Connection:
+        """The connection to the master: the stages run on what applier_connect made."""
+        conn = self._conn
+        assert conn is not None
+        return conn
+
+    def _instance_uuid(self) -> str:
+        """This instance's UUID, which JOIN/REGISTER/SUBSCRIBE send: known by then
+        (Box.start chooses it before bootstrapping from a master)."""
+        uuid = self.box.instance_uuid
+        assert uuid is not None
+        return uuid
+
     def _read_vclock_reply(self, what: str) -> VClock:
-        reply = self._conn.read_row(self._join_timeout())
+        reply = self._connection().read_row(self._join_timeout())
         if reply.type != IprotoType.OK:
             raise reply_error(reply, what)
         return decoded(decode_vclock_row, reply)
@@ -432,7 +450,7 @@ class Applier:
         """Rows until the OK that ends the stage."""
         snapshot = SnapshotRows()
         maybe_yield = TimeSlice(self.sched, APPLIER_SLICE).maybe_yield
-        conn, timeout = self._conn, self._join_timeout()
+        conn, timeout = self._connection(), self._join_timeout()
         while True:
             maybe_yield()
             packet = conn.read_packet(timeout)
@@ -452,7 +470,7 @@ class Applier:
         """WAL rows (with LSNs) after `start` until the OK that ends the stage, as
         transactions; every row of every origin after `start`, or a StreamError."""
         assembler = TxAssembler(self.box, dict(start.items()))
-        transactions = []
+        transactions: list[list[XRow]] = []
         maybe_yield = TimeSlice(self.sched, APPLIER_SLICE).maybe_yield
         while True:
             maybe_yield()
@@ -471,7 +489,7 @@ class Applier:
 
     def _read_stage_row(self) -> XRow | None:
         """The next data row of a JOIN/FETCH_SNAPSHOT/REGISTER stage, None at its end."""
-        row = self._conn.read_row(self._join_timeout())
+        row = self._connection().read_row(self._join_timeout())
         self.last_row_time = self.sched.clock()
         return self._stage_row(row)
 
@@ -488,11 +506,11 @@ class Applier:
     def applier_subscribe(self) -> None:
         """applier_subscribe: ask for every row after our vclock, then apply the
         stream transaction by transaction, forever."""
-        box, conn = self.box, self._conn
+        box, conn = self.box, self._connection()
         replicaset = box.replicaset
         vclock = replicaset.vclock.copy()
         id_filter = None if self.is_orphan() else [box.instance_id]
-        conn.write_row(encode_subscribe(box.schema.replicaset_uuid, box.instance_uuid, vclock,
+        conn.write_row(encode_subscribe(box.schema.replicaset_uuid, self._instance_uuid(), vclock,
                                         OWN_VERSION_ID, self._anon(), id_filter),
                        self._timeout())
         reply = conn.read_row(self._disconnect_timeout())
@@ -537,7 +555,7 @@ class Applier:
         """applier_read_tx: rows until the one that commits their transaction. The
         rows already buffered are taken many at a time (Connection.read_buffered):
         transactions read ahead wait in the assembler."""
-        conn, clock = self._conn, self.sched.clock
+        conn, clock = self._connection(), self.sched.clock
         tx = assembler.pop()
         while tx is None:
             row = conn.read_buffered(assembler)
@@ -570,9 +588,9 @@ class Applier:
 
     def _start_writer(self) -> None:
         self._ack_wanted = False
-        self.writer = self.sched.spawn(self.applier_writer_f, self._conn,
-                                       name=f"applierw/{self.peer}", start=False)
-        self.writer.set_joinable(True)
+        writer = self.writer = self.sched.spawn(self.applier_writer_f, self._conn,
+                                                name=f"applierw/{self.peer}", start=False)
+        writer.set_joinable(True)
 
     def _stop_writer(self) -> None:
         writer, self.writer = self.writer, None

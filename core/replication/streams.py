@@ -278,7 +278,7 @@ class Connection:
 
 # ---------------------------------------------------------------- replies and errors
 
-def reply_error(row: XRow, what: str) -> BaseException:
+def reply_error(row: XRow, what: str) -> BoxError:
     """The error an unexpected reply stands for: the master's own error, or a
     StreamError when it is no reply at all."""
     if is_error_type(row.type):
