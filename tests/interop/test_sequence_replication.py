@@ -100,6 +100,9 @@ def test_sequences_replicate_and_survive_a_failover(master_kind, replica_kind, t
         replica.eval("box.space.t:insert{box.NULL, 'before the restart'}")
         replica.cfg["read_only"] = False
         replica.restart()
+        # read-only (orphan) until it has synced with its upstream again
+        wait_for(lambda: replica.eval("return box.info.ro") is False, 60,
+                 "the restarted replica to be writable")
         assert replica.eval("return box.space.t:insert{box.NULL, 'restarted'}") == \
             [105, "restarted"]
         assert replica.eval(VALUES)["s"] == 52
