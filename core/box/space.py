@@ -22,7 +22,7 @@ Tuples are Python tuples; lists given as tuples are converted.
 from __future__ import annotations
 
 from spindle.core import log
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from spindle.core.box.field_types import (
     INDEXABLE, UINT64_MAX, FieldType, field_type_by_name, format_check, is_compatible,
@@ -237,7 +237,7 @@ class Space:
         if paths:
             def fits_paths(tup, fits=fits, nested=paths.fits):
                 return fits(tup) and nested(tup)
-            self._fits = fits_paths
+            self._fits: Callable[[tuple], bool] = fits_paths
         else:
             self._fits = fits
         # (_put tests this format inline)
@@ -641,7 +641,7 @@ class Space:
         pk = indexes.get(0)
         if pk is None or next(iter(indexes)) != 0:
             raise ClientError(ErrorCode.ER_NO_SUCH_INDEX_ID, 0, self.name)
-        size = None
+        size = 0                                  # (`new`'s bytes: read only with `new`)
         if new is not None:                       # memtx_tuple_new's quota check
             arena = self.arena
             size = len(new_data) if new_data is not None else tuple_bsize(new)
