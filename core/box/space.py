@@ -116,8 +116,10 @@ class Space:
         self.sequence_fieldno = 0
         self.sequence_path: str | None = None
         self._bsize = 0
-        # the engine's tuple memory (Engine.create_space gives the shared one)
+        # the engine's tuple memory (Engine.create_space gives the shared one), and
+        # the bsize this space may reach before it asks the arena for more
         self.arena = MemtxArena()
+        self._bsize_granted = 0
         self._format: list[FieldDef] = [FieldDef.of(f) for f in (format or [])]
         self._rebuild_format()
         for index_def in indexes or ():
@@ -482,7 +484,6 @@ class Space:
             index.build(stored)
         size = sum(map(tuple_bsize, stored))
         self._bsize += size
-        self.arena.used += size
         if len(self.on_replace):
             for tup in stored:
                 self.on_replace.run(None, tup, self.name, "REPLACE")
@@ -503,7 +504,6 @@ class Space:
 
     def _free_all(self) -> None:
         """Every tuple leaves the space (truncation, the primary key dropped)."""
-        self.arena.used -= self._bsize
         self._bsize = 0
 
     # -- execution -------------------------------------------------------------
@@ -571,13 +571,11 @@ class Space:
             return new, self._replace_all(None, new, mode, data), data
         if data is not None:
             size = len(data)
-            arena = self.arena
-            if arena.used + size > arena.limit:
-                arena.check(size, self.id)  # memtx_tuple_new: before any index
+            if self._bsize + size > self._bsize_granted:
+                self.arena.grant(self, size)    # memtx_tuple_new: before any index
         displaced = pk.replace(None, new, mode)
         if displaced is None and data is not None:
             self._bsize += size
-            arena.used += size
         else:
             self._account(displaced, new, data)
         return new, displaced, data
@@ -643,15 +641,13 @@ class Space:
             raise ClientError(ErrorCode.ER_NO_SUCH_INDEX_ID, 0, self.name)
         size = 0                                  # (`new`'s bytes: read only with `new`)
         if new is not None:                       # memtx_tuple_new's quota check
-            arena = self.arena
             size = len(new_data) if new_data is not None else tuple_bsize(new)
-            if arena.used + size > arena.limit:
-                arena.check(size, self.id)
+            if self._bsize + size > self._bsize_granted:
+                self.arena.grant(self, size)
         displaced = pk.replace(old, new, mode)
         if len(indexes) == 1:
             if displaced is None and new_data is not None:
                 self._bsize += size               # _account() of a plain insert
-                arena.used += size
             else:
                 self._account(displaced, new, new_data, size)
             return displaced
@@ -683,21 +679,14 @@ class Space:
 
     def _account(self, removed: Any, added: Any, added_data: bytes | None = None,
                  added_size: int | None = None) -> None:
-        """bsize and arena bytes: `removed` leaves, `added` (packed as `added_data`,
-        or of `added_size` MsgPack bytes, when the caller knows) comes."""
-        arena = self.arena
+        """bsize: `removed` leaves, `added` (packed as `added_data`, or of
+        `added_size` MsgPack bytes, when the caller knows) comes."""
         if removed is not None:
-            size = tuple_bsize(removed)
-            self._bsize -= size
-            arena.used -= size
+            self._bsize -= tuple_bsize(removed)
         if added_data is not None:
-            size = len(added_data)
-            self._bsize += size
-            arena.used += size
+            self._bsize += len(added_data)
         elif added is not None:
-            size = added_size if added_size is not None else tuple_bsize(added)
-            self._bsize += size
-            arena.used += size
+            self._bsize += added_size if added_size is not None else tuple_bsize(added)
 
     # -- before_replace ---------------------------------------------------------
 

@@ -443,8 +443,8 @@ class Engine:
                  fiber_key: Callable[[], Hashable] | None = None):
         from spindle.core.box.memtx_arena import MemtxArena
         self.txns = TxnManager(journal, fiber_key)
-        self.arena = MemtxArena()        # every space's tuples (box.cfg.memtx_memory)
         self.spaces: dict[int, Any] = {}
+        self.arena = MemtxArena(self.spaces)   # their tuples (box.cfg.memtx_memory)
         self._by_name: dict[str, Any] = {}
 
     def create_space(self, id: int, name: str, **options: Any) -> Any:
