@@ -133,12 +133,17 @@ class Access:
         self.schema = schema
         self._cache: dict[int, UserAccess] = {}
         self._version: int | None = None
+        # (user, space id, access) of the space checks that passed at _passed_version
+        self._passed: set[tuple[int, int, int]] = set()
+        self._passed_version: int | None = None
 
     # ------------------------------------------------------------- effective
 
     def invalidate(self) -> None:
         self._cache.clear()
         self._version = None
+        self._passed.clear()
+        self._passed_version = None
 
     def effective(self, user_id: int) -> UserAccess:
         if self._version != self.schema.version:
@@ -285,6 +290,20 @@ class Access:
                 raise AccessDeniedError("Usage", "universe", "", name).located(_SPACE_C, 86)
             raise AccessDeniedError(priv_name(access), "space", space.name, name).located(
                 _SPACE_C, 91)
+
+    def check_space_cached(self, user_id: int, space: Any, access: int) -> None:
+        """check_space() of a Space, remembered once it passed until the schema version
+        moves: every grant, revoke, user, role and space owner is a system space row,
+        and a change of one (or its rollback) moves the version. For box.space's
+        natives, which check every statement a non-admin user runs from Lua."""
+        version = self.schema.version
+        if self._passed_version != version:
+            self._passed.clear()
+            self._passed_version = version
+        key = (user_id, space.id, access)
+        if key not in self._passed:
+            self.check_space(user_id, space, access)
+            self._passed.add(key)
 
     def check_function(self, user_id: int, func: Any) -> None:
         """func_access_check(): execute (+ usage) on the function; always says Execute."""

@@ -18,6 +18,13 @@ Iteration (index:pairs) holds nothing in Python between steps: Lua keeps the key
 the iterator type and the last tuple it handed out, and asks for the next chunk
 after that tuple (`iterate_after`), so a chunk never outlives a change made by Lua
 DML (space.lua drops the rest of a chunk when any DML ran meanwhile).
+
+Access (access_check_space() of 2.6.0): every read (get, select, count, min, max,
+random, len, an index's bsize, pairs when it starts) needs read and every DML write
+on the space, for the running fiber's effective user (box.session.su changes it),
+with the errors the IPROTO requests give (Access.check_space). Admin, the user of
+nearly every statement, costs one comparison; other users' checks that passed are
+remembered by the Access object until the schema version moves.
 """
 from __future__ import annotations
 
@@ -26,11 +33,13 @@ import random
 from typing import Any, Callable
 
 from spindle.core import log
+from spindle.core.box.access import ADMIN, Priv
 from spindle.core.box.index import HashIndex, TreeIndex, _REVERSE
 from spindle.core.box.space import NULL_TUPLE, Space
 from spindle.core.box.stat import REQUESTS
 from spindle.core.iproto.constants import IprotoType, IteratorType
 from spindle.core.iproto.errors import ClientError, ErrorCode
+from spindle.core.net.session import SESSION_KEY
 
 from ..errors import LuaError
 from ..runtime import read_source
@@ -46,6 +55,7 @@ class SpaceApi:
         self.runtime = runtime = storage.runtime
         self.tuples = storage.tuples
         self._to_py = runtime.to_py
+        self._check = self._access_checker()
         natives = {
             "get": self.get, "select": self.select, "count": self.count,
             "min": self.min, "max": self.max, "random": self.random,
@@ -108,6 +118,26 @@ class SpaceApi:
             return fn(*args)
         return in_txn_only
 
+    def _access_checker(self) -> Callable[[Space, int], None]:
+        """check(space, access): Access.check_space for the running fiber's
+        effective user (BoxStorage.euid and Session.euid, inline: it runs for every
+        statement)."""
+        storage, sched = self.storage, self.runtime.sched
+
+        def check(space: Space, access: int) -> None:
+            fiber = sched.current
+            if fiber is None:
+                return                        # (no fiber: no session, admin)
+            fiber_storage = fiber.storage
+            session = fiber_storage.get(SESSION_KEY)
+            if session is None:
+                return                        # (no session: admin)
+            su = fiber_storage.get(session._su_key)
+            euid = su[-1].id if su else session.user.id
+            if euid != ADMIN:
+                storage.access.check_space_cached(euid, space, access)
+        return check
+
     def _writable(self, space_id) -> Space:
         box = self.storage.box
         engine = box.engine
@@ -115,8 +145,10 @@ class SpaceApi:
         space = engine.spaces.get(space_id) if type(space_id) is int else None
         if space is None:
             space = engine.space(self._to_py(space_id))
+        # (as box_process1: the read-only refusal first, then write access)
         if box.read_only_reasons and not space.is_temporary and not space.is_local:
             raise ClientError(ErrorCode.ER_READONLY)
+        self._check(space, Priv.W)
         return space
 
     def insert(self, space_id, tup):
@@ -149,7 +181,7 @@ class SpaceApi:
             # that changed it returns another one)
             return True if result is given else to_lua(result)
 
-        storage = self.storage
+        storage, check = self.storage, self._check
 
         def put_fields_in_txn(space_id, *fields) -> Any:
             # (the usual case of _writable and _plain_fields inline: a space found
@@ -164,6 +196,7 @@ class SpaceApi:
                 txn = txns.open.get(txns.fiber_key())
                 if txn is None:
                     return False
+                check(space, Priv.W)
                 given = fields
                 for value in fields:
                     if type(value) is bytes:
@@ -205,7 +238,10 @@ class SpaceApi:
     # ---------------------------------------------------------------- reads
 
     def _index(self, space_id, index_id):
-        return self.engine.space(self._to_py(space_id)).index(self._to_py(index_id))
+        """check_index() of 2.6.0: the space, read access to it, then the index."""
+        space = self.engine.space(self._to_py(space_id))
+        self._check(space, Priv.R)
+        return space.index(self._to_py(index_id))
 
     def get(self, space_id, index_id, key):
         REQUESTS[_SELECT] += 1                      # box.stat(): as box_index_get
@@ -255,8 +291,9 @@ class SpaceApi:
         self._index(space_id, index_id).pairs(self._to_py(key), self._to_py(iterator))
 
     def iterator_next(self, space_id, index_id, key, iterator, after, count):
-        """Up to `count` tuples of the iteration, continuing after tuple `after`."""
-        index = self._index(space_id, index_id)
+        """Up to `count` tuples of the iteration, continuing after tuple `after`
+        (access was checked when it started, as 2.6.0 checks it once per iterator)."""
+        index = self.engine.space(self._to_py(space_id)).index(self._to_py(index_id))
         key, iterator = self._to_py(key), self._to_py(iterator)
         if after is None:
             source = index.pairs(key, iterator)
