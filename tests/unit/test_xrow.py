@@ -360,9 +360,11 @@ def _payload_rows():
 
 def _outcome(decode, payload):
     try:
-        return decode(payload)
+        rows = decode(payload)
     except ClientError as err:
         return ("error", err.code, str(err), getattr(err, "offset", None))
+    # by their fields' reprs: a mutated TIMESTAMP may be a NaN, which equals nothing
+    return [repr(row._identity()) for row in rows]
 
 
 def test_decode_rows_reads_what_the_strict_decoder_reads():
