@@ -4,9 +4,16 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from spindle.core import log
 from spindle.core.fiber import Scheduler
+
+# Tests never assert on time: no per-example deadline (hypothesis' default is 200 ms,
+# which a busy CI machine overran) and no "too slow" health check.
+settings.register_profile("spindle", deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("spindle")
 
 
 @pytest.fixture(autouse=True)
