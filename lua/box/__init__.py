@@ -255,4 +255,5 @@ def _system_error(exc: OSError) -> BoxError:
     where = f" '{exc.filename}'" if exc.filename else ""
     error = BoxError(f"{exc.strerror or exc}{where}")
     error.type = "SystemError"
+    error.errno = exc.errno or 0          # box.error's errno, as 2.6.0 keeps it
     return error
