@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from spindle.core.iproto.constants import IprotoType
+from spindle.core.iproto.errors import count_client_errors
 
 WINDOW = 5                                   # RMEAN_WINDOW of rmean.h
 ERROR = IprotoType.TYPE_STAT_MAX             # the slot of "ERROR" (rmean_error)
@@ -32,6 +33,7 @@ NET_NAMES = {NET_SENT: "SENT", NET_RECEIVED: "RECEIVED",
 # the totals, counted in place (NET: by core/net/iproto_server.py)
 REQUESTS: list[int] = [0] * (ERROR + 1)
 NET: list[int] = [0] * 4
+count_client_errors(REQUESTS, ERROR)
 
 
 class Rmean:

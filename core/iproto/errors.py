@@ -547,6 +547,18 @@ class BoxError(Exception):
         return self
 
 
+# box.stat()'s ERROR counts every ClientError made, as 2.6.0's ClientError
+# constructor counts into rmean_error. The list and slot are core/box/stat.py's (a
+# layer above this one), which hands them over with `count_client_errors`.
+_error_counts: list[int] = [0]
+_error_slot = 0
+
+
+def count_client_errors(counts: list[int], slot: int) -> None:
+    global _error_counts, _error_slot
+    _error_counts, _error_slot = counts, slot
+
+
 class ClientError(BoxError):
     """An error identified by its Tarantool code, with the code's message template."""
 
@@ -554,6 +566,7 @@ class ClientError(BoxError):
         template = MESSAGES.get(int(code), "Unknown error")
         message = format_message(template, args) if args else template
         super().__init__(message, code)
+        _error_counts[_error_slot] += 1
 
 
 class CustomError(ClientError):
@@ -564,6 +577,7 @@ class CustomError(ClientError):
 
     def __init__(self, custom_type: str, message: str, code: int = 0):
         BoxError.__init__(self, message, code)
+        _error_counts[_error_slot] += 1
         # 2.6.0 keeps the name in 64 bytes: a longer one is cut (bytewise)
         raw = custom_type.encode("utf-8", "surrogateescape")
         if len(raw) > 63:
