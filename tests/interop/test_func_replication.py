@@ -60,3 +60,27 @@ def test_persistent_functions_replicate(master_kind, replica_kind, tmp_path):
                              ("whoami", []))])
         # whoami runs as its owner: the user the test's eval ran as (guest with super)
         assert results[1] == results[0] == [[5], [42], ["ab"], ["guest"]]
+
+
+def test_a_2_6_0_data_dir_with_functions_opens_on_spindle(tmp_path):
+    """2.6.0 makes the functions (snapshot and xlog), Spindle recovers them."""
+    from .oracle import SPINDLE, run_script, tarantool_binary
+    made = run_script(tarantool_binary(), "box.cfg{log_level = 1}\n" + BEFORE_JOIN
+                      + "box.snapshot()\n" + AFTER_JOIN + "os.exit(0)\n", tmp_path)
+    assert made.returncode == 0, made.stderr
+    shown = run_script(SPINDLE, "box.cfg{log_level = 1}\n" + GLOBALS + "\n"
+                       "local out = (function() " + SHOW + " end)()\n"
+                       "for _, k in ipairs({'sum', 'twice', 'whoami', 'concat', 'gone'}) do "
+                       "print(k, out[k]) end\n"
+                       "print(box.func.sum:call({2, 3}), box.func.concat:call({'a', 'b'}), "
+                       "box.func.twice:call({21}))\n"
+                       "os.exit(0)\n", tmp_path, name="open.lua")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines() == [
+        "sum\tLUA false function(a, b) return a + b end false",
+        "twice\tLUA false nil false",
+        "whoami\tLUA true nil false",
+        "concat\tLUA false function(a, b) return a .. b end true",
+        "gone\tnone",
+        "5\tab\t42",
+    ]
