@@ -19,7 +19,7 @@ one always fits.
 """
 from __future__ import annotations
 
-from spindle.core.iproto.errors import BoxError, ErrorCode
+from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
 
 TUPLE_HEADER = 14                 # sizeof(struct memtx_tuple) of 2.6.0
 UNLIMITED = 1 << 62
@@ -45,6 +45,12 @@ class MemtxArena:
     def __init__(self, spaces: dict | None = None, quota: int = UNLIMITED):
         self.spaces = spaces if spaces is not None else {}
         self._quota = quota
+        # box.cfg.memtx_max_tuple_size less the tuple header: the MsgPack bytes a
+        # tuple may have (a statement compares its size with it, then asks grant())
+        self.max_data = UNLIMITED
+
+    def set_max_tuple_size(self, max_tuple_size: int) -> None:
+        self.max_data = int(max_tuple_size) - TUPLE_HEADER
 
     @property
     def used(self) -> int:
@@ -65,8 +71,11 @@ class MemtxArena:
                 space._bsize_granted = space._bsize
 
     def grant(self, space, size: int) -> None:
-        """`space` needs `size` more MsgPack bytes than its grant: grant them and
-        half of what stays free, or refuse the tuple as 2.6.0 would."""
+        """`space` needs `size` more MsgPack bytes than its grant (or a tuple that
+        big is past memtx_max_tuple_size): grant them and half of what stays free,
+        or refuse the tuple as 2.6.0's memtx_tuple_new would."""
+        if size > self.max_data:
+            raise ClientError(ErrorCode.ER_MEMTX_MAX_TUPLE_SIZE, size + TUPLE_HEADER)
         spaces = self.spaces.values()
         used = sum(other._bsize for other in spaces)
         if space not in spaces:

@@ -571,7 +571,7 @@ class Space:
             return new, self._replace_all(None, new, mode, data), data
         if data is not None:
             size = len(data)
-            if self._bsize + size > self._bsize_granted:
+            if self._bsize + size > self._bsize_granted or size > self.arena.max_data:
                 self.arena.grant(self, size)    # memtx_tuple_new: before any index
         displaced = pk.replace(None, new, mode)
         if displaced is None and data is not None:
@@ -642,7 +642,7 @@ class Space:
         size = 0                                  # (`new`'s bytes: read only with `new`)
         if new is not None:                       # memtx_tuple_new's quota check
             size = len(new_data) if new_data is not None else tuple_bsize(new)
-            if self._bsize + size > self._bsize_granted:
+            if self._bsize + size > self._bsize_granted or size > self.arena.max_data:
                 self.arena.grant(self, size)
         displaced = pk.replace(old, new, mode)
         if len(indexes) == 1:

@@ -126,6 +126,7 @@ class BoxStorage:
             "checkpoint_count": self._set_checkpoint_count,
             "log": self._set_log,
             "memtx_memory": self._set_memtx_memory,
+            "memtx_max_tuple_size": lambda value: self.box.engine.arena.set_max_tuple_size(value),
         }
 
     def _remember(self, name: str) -> Callable[[Any], None]:
@@ -164,6 +165,7 @@ class BoxStorage:
         wait-request), returns when the box is up."""
         cwd = os.getcwd()
         self._set_memtx_memory(values["memtx_memory"])   # recovery obeys it too
+        self.box.engine.arena.set_max_tuple_size(values["memtx_max_tuple_size"])
         try:
             self._run_schema_init()
             self.box.start(values)

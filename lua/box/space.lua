@@ -10,6 +10,7 @@ local setmetatable, pairs, ipairs, next, string_format = setmetatable, pairs, ip
     string.format
 local getmetatable, unpack = getmetatable, unpack
 local co_isyieldable = coroutine.isyieldable
+local uint64_t = require('ffi').typeof('uint64_t')
 local bless, bless_list, is_tuple = tuple.bless, tuple.bless_list, tuple.is
 
 local spaces = {}          -- box.space: id and name -> space object
@@ -352,7 +353,7 @@ end
 function space_mt.bsize(space)
     check_space_arg(space, 'bsize')
     check_space_exists(space)
-    return native.bsize(space.id)
+    return uint64_t(native.bsize(space.id))    -- size_t, a uint64_t cdata as in 2.6.0
 end
 
 function space_mt.get(space, key)
