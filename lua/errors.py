@@ -7,6 +7,7 @@ from typing import Any
 import greenlet
 import lupa.luajit21 as lupa
 
+from spindle.core.box import stat
 from spindle.core.iproto.errors import BoxError, CustomError, error_location
 from spindle.core.fiber import FiberSwitchForbidden
 
@@ -91,6 +92,8 @@ def _made_in_lua(err: Any, to_text) -> BaseException:
     exc: BoxError
     if base_type == "CustomError":
         exc = CustomError(type_name, message, int(code or 0))
+        # (box.error.new counted it in box.stat().ERROR when Lua made it)
+        stat.REQUESTS[stat.ERROR] -= 1
     else:
         # (a code-less type goes out with its class's code: iproto_code())
         exc = BoxError(message, int(code or 0))

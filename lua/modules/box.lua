@@ -58,6 +58,7 @@ local function create(level, n, first, ...)
         return nil
     end
     local trace = errors.caller_trace(level + 1)
+    native.count_error()   -- (a ClientError or CustomError is made: 2.6.0 counts it)
     reason = reason:sub(1, 511)   -- (2.6.0's 512-byte message buffer, cut bytewise)
     if custom_type ~= nil then
         custom_type = custom_type:sub(1, 63)   -- (and its 64-byte custom type)

@@ -10,11 +10,18 @@ import sys
 from typing import Any, Callable
 
 from spindle.core import log
+from spindle.core.box import stat
 from spindle.core.box.cfg import Config
 from spindle.core.iproto.errors import LUA_HIDDEN_CODES, MESSAGES, ErrorCode
 
 from .. import errors as lua_errors
 from ..runtime import read_source
+
+
+def _count_error() -> None:
+    """A ClientError made in Lua (box.error.new, box.error(code/table)): 2.6.0's
+    ClientError constructor counts each in box.stat().ERROR."""
+    stat.REQUESTS[stat.ERROR] += 1
 
 
 class BoxModule:
@@ -34,6 +41,7 @@ class BoxModule:
             "last_error": self._last_error,
             "clear_error": self._clear_error,
             "configured": lambda: self.config.configured,
+            "count_error": _count_error,
         }
         bridges = {k: runtime.bridge(v) for k, v in natives.items()}
         # (gets the box.error object itself, read at once and not kept)
