@@ -240,3 +240,15 @@ class Cluster:
 def same_vclocks(*nodes: Node) -> bool:
     clocks = [node.vclock() for node in nodes]
     return all(clock == clocks[0] for clock in clocks)
+
+
+def wait_caught_up(replica: Node, master: Node, timeout: float = 30.0,
+                   what: str = "the replica to catch up") -> None:
+    """Wait until `replica` has everything `master` had when this was called.
+
+    While the master keeps writing, two vclocks read one after the other are
+    rarely equal (the master writes between the two looks), so equality is the
+    wrong condition: the master's clock is read once, as the target."""
+    target = master.vclock()
+    wait_for(lambda: all(replica.vclock().get(i, 0) >= lsn for i, lsn in target.items()),
+             timeout, what)

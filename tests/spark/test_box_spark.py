@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from ..integration.cluster import Cluster, process_gone, wait_for
+from ..integration.cluster import Cluster, process_gone, wait_caught_up, wait_for
 from . import transcripts as tr
 from .server import LongEval, StandaloneSpark, children, command_line
 
@@ -203,7 +203,7 @@ def test_no_replica_disconnects_during_heavy_sql(nodes):
 
 
 def heavy_sql_with_a_writer(nodes, master, replica, log_mark: dict) -> None:
-    wait_for(lambda: replica.vclock() == master.vclock(), 30, "the replica to have `big`")
+    wait_caught_up(replica, master, 30, "the replica to have `big`")
     outcome = {}
 
     def heavy():
@@ -226,7 +226,7 @@ def heavy_sql_with_a_writer(nodes, master, replica, log_mark: dict) -> None:
     thread.join()
     assert outcome.get("rows") == [9500, 10], outcome
     assert set(statuses) == {"follow"}, statuses
-    wait_for(lambda: replica.vclock() == master.vclock(), 30, "the replica to catch up")
+    wait_caught_up(replica, master, 30, "the replica to catch up")
     for node in (master, replica):
         log = node.output()[log_mark[node.name]:]        # this test's part of it
         assert not re.search(r"disconnected|timed out", log, re.IGNORECASE), (node.name, log)
