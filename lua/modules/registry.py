@@ -13,6 +13,7 @@ MODULES: list[tuple[str, str, bool]] = [
     ("yaml", ".yaml:build", False),
     ("uuid", ".uuid:build", False),
     ("decimal", ".decimal:build", False),
+    ("errno", ".errno:build", False),
     ("box", ".box:build", True),
 ]
 
