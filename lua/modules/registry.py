@@ -14,6 +14,7 @@ MODULES: list[tuple[str, str, bool]] = [
     ("uuid", ".uuid:build", False),
     ("decimal", ".decimal:build", False),
     ("errno", ".errno:build", False),
+    ("fio", ".fio:build", False),
     ("box", ".box:build", True),
 ]
 
