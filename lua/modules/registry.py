@@ -15,6 +15,7 @@ MODULES: list[tuple[str, str, bool]] = [
     ("decimal", ".decimal:build", False),
     ("errno", ".errno:build", False),
     ("fio", ".fio:build", False),
+    ("pwd", ".pwd:build", False),
     ("box", ".box:build", True),
 ]
 
