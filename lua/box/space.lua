@@ -11,6 +11,7 @@ local setmetatable, pairs, ipairs, next, string_format = setmetatable, pairs, ip
 local getmetatable, unpack = getmetatable, unpack
 local co_isyieldable = coroutine.isyieldable
 local uint64_t = require('ffi').typeof('uint64_t')
+local fun_wrap = require('fun').wrap
 local bless, bless_list, is_tuple = tuple.bless, tuple.bless_list, tuple.is
 
 local spaces = {}          -- box.space: id and name -> space object
@@ -269,6 +270,8 @@ function index_mt.count(index, key, opts)
     return native.count(index.space_id, index.id, key, check_iterator_type(opts, key))
 end
 
+local iterator_state_mt = {__tostring = function() return '<iterator state>' end}
+
 -- pairs: a Lua iterator (gen, param, state). Tuples come in chunks that grow while
 -- they are used up and shrink back to one when a DML made the rest stale.
 function index_mt.pairs(index, key, opts)
@@ -277,7 +280,8 @@ function index_mt.pairs(index, key, opts)
     local sid, iid = index.space_id, index.id
     native.iterator_check(sid, iid, key, itype)
     local buffer, pos, size, last, epoch, done, step = nil, 0, 0, nil, dml_epoch, false, 1
-    local function gen(_, count)
+    local state = setmetatable({}, iterator_state_mt)
+    local function gen()
         if pos >= size or epoch ~= dml_epoch then
             if done and pos >= size then
                 return nil
@@ -296,9 +300,10 @@ function index_mt.pairs(index, key, opts)
         end
         pos = pos + 1
         last = buffer[pos]
-        return count + 1, bless(last, tuple_mts[sid])
+        return state, bless(last, tuple_mts[sid])
     end
-    return gen, nil, 0
+    -- a fun iterator as 2.6.0's (s:pairs():map(f)); its state prints as 2.6.0's cdata
+    return fun_wrap(gen, nil, state)
 end
 
 function index_mt.update(index, key, ops)

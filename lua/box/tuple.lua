@@ -13,6 +13,7 @@ local native, helpers = ...
 local array_mt, NULL = helpers.array_mt, helpers.NULL
 local setmetatable, getmetatable, rawget, type, select = setmetatable, getmetatable, rawget, type, select
 local unpack, tostring, error = unpack, tostring, error
+local fun_wrap = require('fun').wrap
 
 local methods = {}
 local tuple_mts = setmetatable({}, {__mode = 'k'})   -- every tuple metatable
@@ -121,7 +122,7 @@ end
 
 function methods.ipairs(t, pos)
     tuple_check(t, 'tuple:pairs(tuple[, pos])')
-    return methods.next, t, pos or 0
+    return fun_wrap(methods.next, t, pos or 0)   -- a fun iterator, as 2.6.0's
 end
 methods.pairs = methods.ipairs
 

@@ -16,6 +16,8 @@ MODULES: list[tuple[str, str, bool]] = [
     ("errno", ".errno:build", False),
     ("fio", ".fio:build", False),
     ("pwd", ".pwd:build", False),
+    ("fun", ".fun:build", False),
+    ("tap", ".tap:build", False),
     ("box", ".box:build", True),
 ]
 
