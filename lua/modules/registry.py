@@ -19,6 +19,7 @@ MODULES: list[tuple[str, str, bool]] = [
     ("fun", ".fun:build", False),
     ("tap", ".tap:build", False),
     ("box", ".box:build", True),
+    ("net.box", ".netbox:build", False),
 ]
 
 

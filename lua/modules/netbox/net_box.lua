@@ -1,0 +1,899 @@
+-- Tarantool 2.6.0's net.box module over Spindle's transport (transport.py).
+--
+-- The connection object, its space and index objects built from the peer's schema,
+-- futures, triggers and net.box.self live here; the socket, the state machine and
+-- the pipelining are transport.py's. Request bodies are encoded and responses
+-- decoded here with the msgpack module, as 2.6.0's net.box does, so results carry
+-- the same values (int64 cdata, box.NULL, map/array hints, decoded extensions).
+-- Error texts and the positions they carry are 2.6.0's (builtin/box/net_box.lua,
+-- and builtin/box/schema.lua for the argument checks shared with box.space).
+--
+-- Loaded with (native, blocking, wait, tuple, call_global, error_object); returns
+-- the module.
+local native, blocking, wait, tuple, call_global = ...
+
+local msgpack = require('msgpack')
+local fiber = require('fiber')
+local log = require('log')
+local encode, decode = msgpack.encode, msgpack.decode
+local type, pairs, ipairs, next, select, tostring, tonumber = type, pairs, ipairs, next,
+    select, tostring, tonumber
+local setmetatable, getmetatable, rawget, rawequal, unpack, error = setmetatable,
+    getmetatable, rawget, rawequal, unpack, error
+local string_format, string_upper = string.format, string.upper
+local fiber_clock = fiber.clock
+local make_mt, bless = tuple.make_mt, tuple.bless
+local base_mt = tuple.base_mt
+local max = math.max
+
+local E_NO_CONNECTION = box.error.NO_CONNECTION
+local E_PROC_LUA = box.error.PROC_LUA
+local E_MORE_THAN_ONE_TUPLE = box.error.MORE_THAN_ONE_TUPLE
+local E_TIMEOUT = box.error.TIMEOUT
+local TIMEOUT_INFINITY = 500 * 365 * 86400
+local DEFAULT_CONNECT_TIMEOUT = 10
+
+-- IPROTO request types and body keys
+local SELECT, INSERT, REPLACE, UPDATE, DELETE = 1, 2, 3, 4, 5
+local CALL_16, EVAL, UPSERT, CALL, PING = 6, 8, 9, 10, 64
+local DATA = 0x30
+local ITER = {EQ = 0, REQ = 1, ALL = 2, LT = 3, LE = 4, GE = 5, GT = 6,
+              BITS_ALL_SET = 7, BITS_ANY_SET = 8, BITS_ALL_NOT_SET = 9,
+              OVERLAPS = 10, NEIGHBOR = 11}
+
+----------------------------------------------------------------------- bodies
+
+-- luamp_convert_key: a table (a tuple too) as it is, nil as [], a scalar as [key]
+local function key_of(key)
+    if rawequal(key, nil) then
+        return '\x90'
+    end
+    if type(key) == 'table' then
+        return encode(key)
+    end
+    return '\x91' .. encode(key)
+end
+
+-- luamp_convert_tuple: a table, else "Tuple/Key must be MsgPack array"
+local function tuple_of(t)
+    if type(t) ~= 'table' then
+        box.error(box.error.TUPLE_NOT_ARRAY)
+    end
+    return encode(t)
+end
+
+local encoders = {}
+function encoders.ping() return '' end
+function encoders.call(name, args)
+    return '\x82\x22' .. encode(name) .. '\x21' .. encode(args)
+end
+function encoders.eval(expr, args)
+    return '\x82\x27' .. encode(expr) .. '\x21' .. encode(args)
+end
+function encoders.insert(space_id, t)
+    return '\x82\x10' .. encode(space_id) .. '\x21' .. tuple_of(t)
+end
+function encoders.delete(space_id, index_id, key)
+    return '\x83\x10' .. encode(space_id) .. '\x11' .. encode(index_id) .. '\x20'
+        .. key_of(key)
+end
+-- update and upsert operations count fields from 1 (INDEX_BASE), as Lua does
+function encoders.update(space_id, index_id, key, ops)
+    return '\x85\x10' .. encode(space_id) .. '\x11' .. encode(index_id) .. '\x15\x01\x20'
+        .. key_of(key) .. '\x21' .. tuple_of(ops)
+end
+function encoders.upsert(space_id, t, ops)
+    return '\x84\x10' .. encode(space_id) .. '\x15\x01\x21' .. tuple_of(t) .. '\x28'
+        .. tuple_of(ops)
+end
+function encoders.select(space_id, index_id, iterator, offset, limit, key)
+    return '\x86\x10' .. encode(space_id) .. '\x11' .. encode(index_id) .. '\x14'
+        .. encode(iterator) .. '\x13' .. encode(offset) .. '\x12' .. encode(limit)
+        .. '\x20' .. key_of(key)
+end
+
+--------------------------------------------------------------------- decoders
+
+-- Each takes the response body (a MsgPack string) and the request's tuple
+-- metatable; returns the result, or nil and an error code (get with two tuples).
+local function data_of(raw)
+    return (decode(raw))[DATA]
+end
+
+local function tuples_of(raw, mt)
+    local data = data_of(raw)
+    if data ~= nil then
+        mt = mt or base_mt
+        for i = 1, #data do
+            setmetatable(data[i], mt)
+        end
+    end
+    return data
+end
+
+local decoders = {
+    ping = function() return nil end,
+    call_17 = data_of,
+    eval = data_of,
+    call_16 = tuples_of,
+    select = tuples_of,
+    upsert = function() return nil end,
+    count = function(raw) return data_of(raw)[1] end,
+}
+local function one_tuple(raw, mt)
+    local data = data_of(raw)
+    return bless(data and data[1], mt)
+end
+decoders.insert, decoders.replace, decoders.delete, decoders.update =
+    one_tuple, one_tuple, one_tuple, one_tuple
+local function get_tuple(raw, mt)
+    local data = data_of(raw)
+    if data ~= nil and data[2] ~= nil then
+        return nil, E_MORE_THAN_ONE_TUPLE
+    end
+    return bless(data and data[1], mt)
+end
+decoders.get, decoders.min, decoders.max = get_tuple, get_tuple, get_tuple
+
+---------------------------------------------------------------------- futures
+
+local future_methods = {}
+local future_mt = {__index = future_methods}
+
+-- The decoded outcome of an answered request: result or nil, error (kept).
+local function settle(f)
+    if f._settled then
+        if f._error ~= nil then
+            return nil, f._error
+        end
+        return f._result
+    end
+    local raw, err = native.outcome(f._transport, f._request)
+    if raw == nil then
+        if err == nil then
+            return nil, box.error.new(E_PROC_LUA, 'Response is not ready')
+        end
+        f._settled, f._error = true, err
+        return nil, err
+    end
+    local result, code = decoders[f._method](raw, f._mt)
+    if code ~= nil then
+        f._settled, f._error = true, box.error.new({code = code})
+        return nil, f._error
+    end
+    f._settled, f._result = true, result
+    return result
+end
+
+function future_methods:is_ready()
+    return native.is_ready(self._transport, self._request)
+end
+
+function future_methods:result()
+    if not native.is_ready(self._transport, self._request) then
+        return nil, box.error.new(E_PROC_LUA, 'Response is not ready')
+    end
+    return settle(self)
+end
+
+function future_methods:wait_result(timeout)
+    if timeout then
+        if type(timeout) ~= 'number' or timeout < 0 then
+            error('builtin/box/net_box.lua:408: Usage: future:wait_result(timeout)', 0)
+        end
+    else
+        timeout = TIMEOUT_INFINITY
+    end
+    if not wait(blocking.wait_result, self._transport, self._request, timeout) then
+        return nil, box.error.new(E_TIMEOUT)
+    end
+    return settle(self)
+end
+
+function future_methods:discard()
+    native.discard(self._transport, self._request)
+end
+
+-- future:pairs([timeout]): the pushed messages, then the result (box.NULL, error on
+-- an error or a timeout), as 2.6.0 iterates them.
+local function future_next(it, i)
+    if i == box.NULL then
+        return nil, nil
+    end
+    i = i + 1
+    local f = it.future
+    local deadline = fiber_clock() + it.timeout
+    while true do
+        local push = native.push(f._transport, f._request, i)
+        if push ~= nil then
+            return i, data_of(push)[1]
+        end
+        if native.is_ready(f._transport, f._request) then
+            if i > native.push_count(f._request) + 1 then
+                return nil, nil
+            end
+            local result, err = settle(f)
+            if err then
+                return box.NULL, err
+            end
+            return i, result
+        end
+        local remaining = deadline - fiber_clock()
+        if remaining <= 0 then
+            return box.NULL, box.error.new(E_TIMEOUT)
+        end
+        wait(blocking.wait_push, f._transport, f._request, i, remaining)
+    end
+end
+
+function future_methods:pairs(timeout)
+    if timeout then
+        if type(timeout) ~= 'number' or timeout < 0 then
+            error('builtin/box/net_box.lua:391: Usage: future:pairs(timeout)', 0)
+        end
+    else
+        timeout = TIMEOUT_INFINITY
+    end
+    return future_next, {future = self, timeout = timeout}, 0
+end
+
+--------------------------------------------------------------------- triggers
+
+-- internal.trigger of 2.6.0: conn:on_connect(new[, old]) and friends.
+local function is_callable(f)
+    if type(f) == 'function' then
+        return true
+    end
+    local mt = type(f) == 'table' and getmetatable(f)
+    return mt and type(mt.__call) == 'function' or false
+end
+
+local trigger_mt = {
+    __call = function(list, new, old)
+        if new ~= nil and not is_callable(new) then
+            error(string_format('builtin/internal/trigger.lua:24: Usage: %s(callable)',
+                                list.name), 0)
+        end
+        if old ~= nil and not is_callable(old) then
+            error('builtin/internal/trigger.lua:27: Usage: trigger(new_callable, '
+                  .. 'old_callable)', 0)
+        end
+        if new == nil and old == nil then
+            local copy = {}
+            for i, f in ipairs(list) do
+                copy[i] = f
+            end
+            return copy
+        end
+        for pos, f in ipairs(list) do
+            if old ~= nil and old == f then
+                if new == nil then
+                    table.remove(list, pos)
+                else
+                    list[pos] = new
+                end
+                return old
+            end
+        end
+        if old ~= nil then
+            error(string_format('builtin/internal/trigger.lua:%d: %s: trigger is not found',
+                                new == nil and 45 or 55, list.name), 0)
+        end
+        table.insert(list, new)
+    end,
+    __index = {
+        run = function(list, ...)
+            for _, f in ipairs(list) do
+                f(...)
+            end
+        end,
+    },
+}
+
+local function new_trigger(name)
+    return setmetatable({name = name}, trigger_mt)
+end
+
+----------------------------------------------------------------- argument checks
+
+local function check_remote_arg(remote, method)
+    if type(remote) ~= 'table' then
+        box.error(E_PROC_LUA, string_format('Use remote:%s(...) instead of remote.%s(...):',
+                                            method, method))
+    end
+end
+
+local function check_call_args(args)
+    if args ~= nil and type(args) ~= 'table' then
+        error('builtin/box/net_box.lua:1115: Use remote:call(func_name, {arg1, arg2, ...}, '
+              .. 'opts) instead of remote:call(func_name, arg1, arg2, ...)', 0)
+    end
+end
+
+local function check_eval_args(args)
+    if args ~= nil and type(args) ~= 'table' then
+        error('builtin/box/net_box.lua:1122: Use remote:eval(expression, {arg1, arg2, ...}, '
+              .. 'opts) instead of remote:eval(expression, arg1, arg2, ...)', 0)
+    end
+end
+
+-- box.internal's checks (builtin/box/schema.lua), shared with box.space
+local function check_space_arg(space, method)
+    if type(space) ~= 'table' or space.id == nil then
+        error(string_format('builtin/box/schema.lua:1291: Use space:%s(...) instead of '
+                            .. 'space.%s(...)', method, method), 0)
+    end
+end
+
+local function check_index_arg(index, method)
+    if type(index) ~= 'table' or index.id == nil then
+        error(string_format('builtin/box/schema.lua:1310: Use index:%s(...) instead of '
+                            .. 'index.%s(...)', method, method), 0)
+    end
+end
+
+local function check_primary_index(space)
+    local pk = space.index[0]
+    if pk == nil then
+        box.error(box.error.NO_SUCH_INDEX_ID, 0, space.name)
+    end
+    return pk
+end
+
+local function check_iterator_type(opts, key_is_nil)
+    if opts ~= nil and type(opts) ~= 'table' and type(opts) ~= 'string' then
+        error(string_format("builtin/box/schema.lua:1338: attempt to index local 'opts' "
+                            .. "(a %s value)", type(opts)), 0)
+    end
+    local it = opts
+    if type(opts) == 'table' then
+        it = opts.iterator
+    end
+    if it == nil then
+        return key_is_nil and ITER.ALL or ITER.EQ
+    end
+    if type(it) == 'number' then
+        return it
+    end
+    local itype = type(it) == 'string' and ITER[string_upper(it)]
+    if not itype then
+        box.error(box.error.ITERATOR_TYPE, tostring(it))
+    end
+    return itype
+end
+
+--------------------------------------------------------------------- requests
+
+local remote_methods = {}
+
+-- remote:_request(): a future with is_async, else the decoded result (the
+-- transport waits for `active`, the response and a schema reload it started).
+local function request(remote, method, opts, mt, rtype, body)
+    local transport = remote._transport
+    local timeout
+    if opts then
+        if opts.is_async then
+            if opts.on_push or opts.on_push_ctx then
+                error('builtin/box/net_box.lua:1167: To handle pushes in an async request '
+                      .. 'use future:pairs()', 0)
+            end
+            return setmetatable({_transport = transport, _request =
+                native.perform_async(transport, rtype, body), _method = method, _mt = mt},
+                future_mt)
+        end
+        timeout = opts.timeout
+    end
+    if timeout == nil then
+        local deadline = remote._deadlines[fiber.self()]
+        timeout = deadline and max(0, deadline - fiber_clock())
+    end
+    local raw = wait(blocking.request, transport, rtype, body, timeout)
+    local result, code = decoders[method](raw, mt)
+    if code ~= nil then
+        box.error({code = code})    -- (no message: 2.6.0 gives it none)
+    end
+    return result
+end
+
+function remote_methods:close()
+    check_remote_arg(self, 'close')
+    wait(blocking.close, self._transport)
+end
+
+function remote_methods:on_schema_reload(...)
+    check_remote_arg(self, 'on_schema_reload')
+    return self._on_schema_reload(...)
+end
+
+function remote_methods:on_disconnect(...)
+    check_remote_arg(self, 'on_disconnect')
+    return self._on_disconnect(...)
+end
+
+function remote_methods:on_connect(...)
+    check_remote_arg(self, 'on_connect')
+    return self._on_connect(...)
+end
+
+function remote_methods:is_connected()
+    check_remote_arg(self, 'is_connected')
+    return self.state == 'active' or self.state == 'fetch_schema'
+end
+
+function remote_methods:wait_connected(timeout)
+    check_remote_arg(self, 'wait_connected')
+    return wait(blocking.wait_state, self._transport, 'active', timeout)
+end
+
+function remote_methods:wait_state(state, timeout)
+    check_remote_arg(self, 'wait_state')
+    if timeout == nil then
+        local deadline = self._deadlines[fiber.self()]
+        timeout = deadline and max(0, deadline - fiber_clock())
+    end
+    return wait(blocking.wait_state, self._transport, state, timeout)
+end
+
+function remote_methods:ping(opts)
+    check_remote_arg(self, 'ping')
+    return (pcall(request, self, 'ping', opts, nil, PING, ''))
+end
+
+function remote_methods:reload_schema()
+    check_remote_arg(self, 'reload_schema')
+    self:ping()
+end
+
+function remote_methods:call_16(func_name, ...)
+    check_remote_arg(self, 'call')
+    return (request(self, 'call_16', nil, nil, CALL_16,
+                    encoders.call(tostring(func_name), {...})))
+end
+
+function remote_methods:call(func_name, args, opts)
+    check_remote_arg(self, 'call')
+    check_call_args(args)
+    local res = request(self, 'call_17', opts, nil, CALL,
+                        encoders.call(tostring(func_name), args or {}))
+    if type(res) ~= 'table' or opts and opts.is_async then
+        return res
+    end
+    return unpack(res)
+end
+
+function remote_methods:eval_16(code, ...)
+    check_remote_arg(self, 'eval')
+    return unpack((request(self, 'eval', nil, nil, EVAL, encoders.eval(code, {...}))))
+end
+
+function remote_methods:eval(code, args, opts)
+    check_remote_arg(self, 'eval')
+    check_eval_args(args)
+    local res = request(self, 'eval', opts, nil, EVAL, encoders.eval(code, args or {}))
+    if type(res) ~= 'table' or opts and opts.is_async then
+        return res
+    end
+    return unpack(res)
+end
+
+function remote_methods:execute()
+    check_remote_arg(self, 'execute')
+    box.error(box.error.UNSUPPORTED, 'Spindle', 'SQL')
+end
+
+local compat_warning_said = false
+
+-- conn:timeout(t) (deprecated since 1.7.4): a deadline for the calling fiber's
+-- next requests
+function remote_methods:timeout(timeout)
+    check_remote_arg(self, 'timeout')
+    if not compat_warning_said then
+        compat_warning_said = true
+        log.warn('netbox:timeout(timeout) is deprecated since 1.7.4, '
+                 .. 'please use space:<request>(..., {timeout = t}) instead.')
+    end
+    self._deadlines[fiber.self()] = timeout and fiber_clock() + timeout
+    return self
+end
+
+-------------------------------------------------------------- spaces, indexes
+
+local function nothing_or_data(value)
+    if value ~= nil then
+        return value
+    end
+end
+
+local function space_metatable(remote)
+    local methods = {}
+
+    function methods:insert(t, opts)
+        check_space_arg(self, 'insert')
+        return request(remote, 'insert', opts, self._tuple_mt, INSERT,
+                       encoders.insert(self.id, t))
+    end
+
+    function methods:replace(t, opts)
+        check_space_arg(self, 'replace')
+        return request(remote, 'replace', opts, self._tuple_mt, REPLACE,
+                       encoders.insert(self.id, t))
+    end
+
+    function methods:select(key, opts)
+        check_space_arg(self, 'select')
+        return check_primary_index(self):select(key, opts)
+    end
+
+    function methods:delete(key, opts)
+        check_space_arg(self, 'delete')
+        return check_primary_index(self):delete(key, opts)
+    end
+
+    function methods:update(key, oplist, opts)
+        check_space_arg(self, 'update')
+        return check_primary_index(self):update(key, oplist, opts)
+    end
+
+    function methods:upsert(t, oplist, opts)
+        check_space_arg(self, 'upsert')
+        return nothing_or_data(request(remote, 'upsert', opts, nil, UPSERT,
+                                       encoders.upsert(self.id, t, oplist)))
+    end
+
+    function methods:get(key, opts)
+        check_space_arg(self, 'get')
+        return check_primary_index(self):get(key, opts)
+    end
+
+    function methods:format(format)
+        if format == nil then
+            return self._format
+        end
+        box.error(box.error.UNSUPPORTED, 'net.box', 'setting space format')
+    end
+
+    return {__index = methods, __metatable = false}
+end
+
+local function index_metatable(remote)
+    local methods = {}
+
+    function methods:select(key, opts)
+        check_index_arg(self, 'select')
+        local key_is_nil = key == nil or (type(key) == 'table' and #key == 0)
+        local iterator = check_iterator_type(opts, key_is_nil)
+        local offset = tonumber(opts and opts.offset) or 0
+        local limit = tonumber(opts and opts.limit) or 0xFFFFFFFF
+        return (request(remote, 'select', opts, self.space._tuple_mt, SELECT,
+                        encoders.select(self.space.id, self.id, iterator, offset, limit, key)))
+    end
+
+    local function get_like(name, iterator, limit)
+        return function(self, key, opts)
+            check_index_arg(self, name)
+            if opts and opts.buffer then
+                error(string_format("index:%s() doesn't support `buffer` argument", name))
+            end
+            return nothing_or_data(request(remote, name, opts, self.space._tuple_mt, SELECT,
+                encoders.select(self.space.id, self.id, iterator, 0, limit, key)))
+        end
+    end
+    methods.get = get_like('get', ITER.EQ, 2)
+    methods.min = get_like('min', ITER.GE, 1)
+    methods.max = get_like('max', ITER.LE, 1)
+
+    function methods:count(key, opts)
+        check_index_arg(self, 'count')
+        if opts and opts.buffer then
+            error("index:count() doesn't support `buffer` argument")
+        end
+        local code = string_format('box.space.%s.index.%s:count', self.space.name, self.name)
+        return request(remote, 'count', opts, nil, CALL, encoders.call(code, {key, opts}))
+    end
+
+    function methods:delete(key, opts)
+        check_index_arg(self, 'delete')
+        return nothing_or_data(request(remote, 'delete', opts, self.space._tuple_mt, DELETE,
+                                       encoders.delete(self.space.id, self.id, key)))
+    end
+
+    function methods:update(key, oplist, opts)
+        check_index_arg(self, 'update')
+        return nothing_or_data(request(remote, 'update', opts, self.space._tuple_mt, UPDATE,
+                                       encoders.update(self.space.id, self.id, key, oplist)))
+    end
+
+    return {__index = methods, __metatable = false}
+end
+
+-- The tuple metatable of a space format: field names -> field numbers.
+local function format_mt(format)
+    local names = {}
+    for i, field in ipairs(format) do
+        local name = type(field) == 'table' and (field.name or field[1])
+        if type(name) == 'string' then
+            names[name] = i
+        end
+    end
+    if next(names) == nil then
+        return base_mt
+    end
+    return make_mt(names)
+end
+
+-- _install_schema(): conn.space from the rows of _vspace, _vindex, _vcollation.
+function remote_methods:_install_schema(schema_version, spaces, indices, collations)
+    local sl, space_mt, index_mt = {}, self._space_mt, self._index_mt
+    for _, space in pairs(spaces) do
+        local name, id = space[3], space[1]
+        local format = space[7] or {}
+        local s
+        if self.space ~= nil and self.space[id] ~= nil then
+            s = self.space[id]
+        else
+            s = setmetatable({}, space_mt)
+        end
+        s.id, s.name, s.engine, s.field_count = id, name, space[4], space[5]
+        s.enabled, s.index, s.temporary, s.is_sync = true, {}, false, false
+        s._format, s._tuple_mt, s.connection = format, format_mt(format), self
+        if #space > 5 then
+            local opts = space[6]
+            if type(opts) == 'table' then
+                s.temporary = not not opts.temporary
+                s.is_sync = not not opts.is_sync
+            elseif type(opts) == 'string' then
+                s.temporary = string.match(opts, 'temporary') ~= nil
+            end
+        end
+        sl[id], sl[name] = s, s
+    end
+    for _, index in pairs(indices) do
+        local idx = {space = index[1], id = index[2], name = index[3],
+                     type = string_upper(index[4]), parts = {}}
+        local opts, parts = index[5], index[6]
+        if type(opts) == 'number' then          -- a 1.6 peer
+            idx.unique = opts == 1
+            for k = 0, parts - 1 do
+                idx.parts[k + 1] = {type = index[7 + k * 2 + 1], fieldno = index[7 + k * 2] + 1}
+            end
+        else
+            for k = 1, #parts do
+                local part = parts[k]
+                local collation_id = part.collation
+                local pk = {type = part[2] or part.type, fieldno = (part[1] or part.field) + 1,
+                            is_nullable = part.is_nullable or false}
+                if collations == nil then
+                    pk.collation_id = collation_id
+                elseif collation_id ~= nil then
+                    pk.collation = collations[collation_id + 1][2]
+                end
+                idx.parts[k] = pk
+            end
+            idx.unique = not not opts.unique
+        end
+        local s = sl[idx.space]
+        if s ~= nil then
+            s.index[idx.id], s.index[idx.name] = idx, idx
+            idx.space = s
+            setmetatable(idx, index_mt)
+        end
+    end
+    self.schema_version = schema_version
+    self.space = sl
+    self._on_schema_reload:run(self)
+end
+
+------------------------------------------------------------------- connecting
+
+local function remote_serialize(self)
+    return {host = self.host, port = self.port, opts = next(self.opts) and self.opts,
+            state = self.state, error = self.error, protocol = self.protocol,
+            schema_version = self.schema_version, peer_uuid = self.peer_uuid,
+            peer_version_id = self.peer_version_id}
+end
+
+local remote_mt = {__index = remote_methods, __serialize = remote_serialize,
+                   __metatable = false}
+
+local function parse_connect_params(host_or_uri, ...)
+    local port, opts = ...
+    if type(host_or_uri) == 'table' then
+        host_or_uri, port, opts = ...
+    end
+    if type(port) == 'table' then
+        opts, port = port, nil
+    end
+    local copy = {}
+    for k, v in pairs(opts or {}) do
+        copy[k] = v
+    end
+    opts = copy
+    local host = host_or_uri
+    if port == nil then
+        local uri = native.parse_uri(tostring(host))
+        if uri == nil then
+            box.error(E_PROC_LUA, 'usage: connect(uri[, opts] | host, port[, opts])')
+        end
+        host, port = uri.host, uri.service
+        if opts.user == nil and opts.password == nil then
+            opts.user, opts.password = uri.login, uri.password
+        end
+    end
+    return host, port, opts
+end
+
+local function connect(...)
+    local host, port, opts = parse_connect_params(...)
+    local user, password = opts.user, opts.password
+    opts.password = nil
+    if user == nil and password ~= nil then
+        box.error(E_PROC_LUA, 'net.box: user is not defined')
+    end
+    if user ~= nil and password == nil then
+        password = ''
+    end
+    local remote = {host = host, port = port, opts = opts, state = 'initial'}
+    local last_reconnect_error
+    local function callback(what, ...)
+        if what == 'state_changed' then
+            local state, err = ...
+            local was_connected = remote._is_connected
+            if state == 'active' then
+                if not was_connected then
+                    remote._is_connected = true
+                    remote._on_connect:run(remote)
+                end
+            elseif state == 'error' or state == 'error_reconnect' or state == 'closed' then
+                if was_connected then
+                    remote._is_connected = false
+                    remote._on_disconnect:run(remote)
+                end
+            end
+            -- (set after the triggers ran: they see the state before, as in 2.6.0)
+            remote.state, remote.error = state, err
+            if state == 'error_reconnect' then
+                -- the same error again only in the verbose log (gh-3175)
+                if err ~= last_reconnect_error then
+                    log.warn('%s:%s: %s', host or '', port or '', err)
+                    last_reconnect_error = err
+                else
+                    log.verbose('%s:%s: %s', host or '', port or '', err)
+                end
+            end
+        elseif what == 'handshake' then
+            local protocol, uuid, version_id = ...
+            if protocol ~= 'Binary' then
+                return 'Unsupported protocol: ' .. protocol
+            end
+            remote.protocol, remote.peer_uuid, remote.peer_version_id =
+                protocol, uuid, version_id
+        elseif what == 'will_fetch_schema' then
+            return true
+        elseif what == 'fetch_connect_timeout' then
+            return opts.connect_timeout or DEFAULT_CONNECT_TIMEOUT
+        elseif what == 'did_fetch_schema' then
+            local version, spaces, indexes, collations = ...
+            remote:_install_schema(version, data_of(spaces), data_of(indexes),
+                                   collations and data_of(collations))
+        elseif what == 'reconnect_timeout' then
+            local after = opts.reconnect_after
+            if type(after) == 'number' and after > 0 then
+                return after
+            end
+        end
+    end
+    setmetatable(remote, remote_mt)
+    remote._deadlines = setmetatable({}, {__mode = 'k'})
+    remote._space_mt = space_metatable(remote)
+    remote._index_mt = index_metatable(remote)
+    if opts.call_16 then
+        remote.call, remote.eval = remote.call_16, remote.eval_16
+    end
+    remote._on_schema_reload = new_trigger('on_schema_reload')
+    remote._on_disconnect = new_trigger('on_disconnect')
+    remote._on_connect = new_trigger('on_connect')
+    remote._is_connected = false
+    remote._transport = wait(blocking.start, host, port, user, password, callback)
+    if opts.wait_connected ~= false then
+        wait(blocking.wait_state, remote._transport, 'active', tonumber(opts.wait_connected))
+    end
+    return remote
+end
+
+local this_module = {connect = connect, new = connect}
+
+function this_module.timeout(timeout, ...)
+    if type(timeout) == 'table' then
+        timeout = ...
+    end
+    if not timeout then
+        return this_module
+    end
+    local function timed_connect(...)
+        local host, port, opts = parse_connect_params(...)
+        if opts.wait_connected ~= false then
+            opts.wait_connected = timeout
+        end
+        return connect(host, port, opts)
+    end
+    return setmetatable({connect = timed_connect, new = timed_connect},
+                        {__index = this_module})
+end
+
+---------------------------------------------------------------- net.box.self
+
+local function rollback()
+    if rawget(box, 'rollback') ~= nil then
+        box.rollback()
+    end
+end
+
+local function handle_eval_result(status, ...)
+    if not status then
+        rollback()
+        return box.error(E_PROC_LUA, (...))
+    end
+    local results = {...}
+    for i = 1, select('#', ...) do
+        if type(results[i]) == 'cdata' then
+            results[i] = decode(encode(results[i]))
+        end
+    end
+    return unpack(results, 1, select('#', ...))
+end
+
+-- call_global(name, ...) answers false when no global function has that name
+local function handle_call_result(name, status, found, ...)
+    if status and not found then
+        rollback()
+        box.error({code = box.error.NO_SUCH_PROC,
+                   reason = string_format("Procedure '%s' is not defined", name)})
+    end
+    if not status then
+        return handle_eval_result(false, found)
+    end
+    return handle_eval_result(true, ...)
+end
+
+this_module.self = {
+    ping = function() return true end,
+    reload_schema = function() end,
+    close = function() end,
+    timeout = function(self) return self end,
+    wait_connected = function() return true end,
+    is_connected = function() return true end,
+    call = function(_box, proc_name, args)
+        check_remote_arg(_box, 'call')
+        check_call_args(args)
+        proc_name = tostring(proc_name)
+        args = args or {}
+        local func = rawget(box, 'func') and box.func[proc_name]
+        if func ~= nil then
+            return handle_eval_result(pcall(func.call, func, args))
+        end
+        return handle_call_result(proc_name, pcall(call_global, proc_name, unpack(args)))
+    end,
+    eval = function(_box, expr, args)
+        check_remote_arg(_box, 'eval')
+        check_eval_args(args)
+        local proc, errmsg = loadstring(expr)
+        if not proc then
+            proc, errmsg = loadstring('return ' .. expr)
+        end
+        if not proc then
+            rollback()
+            return box.error(E_PROC_LUA, errmsg)
+        end
+        return handle_eval_result(pcall(proc, unpack(args or {})))
+    end,
+}
+
+setmetatable(this_module.self, {
+    __index = function(_, key)
+        if key == 'space' then
+            return box.space
+        end
+    end,
+})
+
+return this_module

@@ -1,0 +1,543 @@
+"""The wire side of net.box: one IPROTO connection as 2.6.0's net_box.lua transport
+runs it, on Spindle's fibers.
+
+A worker fiber per connection (named `host:port (net.box)` as in 2.6.0) connects
+(core/fiber/coio.connect), reads the greeting, authenticates (chap-sha1 of
+core/iproto/auth.py), fetches the schema (_vspace, _vindex, _vcollation) and then
+reads responses, handing each to the request of its sync. Requests are pipelined:
+a fiber that sends one appends its frame to the outgoing batch, which goes out
+in one write at the next turn of the event loop, and parks until the worker hands
+it its response (or the connection fails, or its timeout runs out). So a request
+blocks only its fiber, and many fibers (or is_async futures) share one socket.
+
+State machine (2.6.0's): initial -> auth -> fetch_schema <-> active; on an error
+error_reconnect (when reconnect_after is set) or error; close() -> closed. Every
+change is reported to the Lua side (net_box.lua) through its callback, which sets
+conn.state and conn.error and runs the on_connect/on_disconnect triggers; a change
+to error, error_reconnect or closed fails every request in flight with that error.
+
+Request and response bodies are MsgPack strings the Lua side encodes and decodes
+(with the msgpack module, as 2.6.0's net.box decodes with msgpack): here only the
+header (core/iproto/xrow.py), the error replies (MP_ERROR by
+core/iproto/msgpack.error_unpack) and the schema version are read.
+"""
+from __future__ import annotations
+
+import errno as errno_codes
+import os
+from typing import Any
+
+from spindle.core import log
+from spindle.core.fiber import Cond
+from spindle.core.fiber.coio import SocketError, connect
+from spindle.core.iproto.auth import encode_auth_body, scramble
+from spindle.core.iproto.constants import IprotoKey, IprotoType
+from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode, TimedOut
+from spindle.core.iproto.greeting import GREETING_SIZE, decode_greeting
+from spindle.core.iproto.msgpack import (
+    MsgpackError, error_unpack, mp_next, pack, unpack_exact,
+)
+from spindle.core.iproto.xrow import XRow, decode_row, encode_header, frame
+from spindle.core.net.protocol import FrameReader, PacketError
+
+TIMEOUT_INFINITY = 500 * 365 * 86400.0      # net_box.lua's
+DEFAULT_CONNECT_TIMEOUT = 10
+VSPACE_ID, VINDEX_ID, VCOLLATION_ID = 281, 289, 277
+ITER_ALL = 2
+FINAL_STATES = frozenset(("closed", "error"))
+_ERRNO_MASK = 0x7FFF
+_HEADS = {}                                # request type -> an XRow for its header
+
+
+class LinkError(Exception):
+    """The connection is lost: (code, message) become the state's error."""
+
+    def __init__(self, code: int, message: str | None):
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+def state_error(code: int | None, message: str | None) -> BoxError:
+    """box.error.new({code = code, reason = message}) of 2.6.0: a ClientError with
+    that code and message (the code's own message when there is none)."""
+    if message is None:
+        return ClientError(code if code is not None else ErrorCode.ER_NO_CONNECTION)
+    return BoxError(message, code if code is not None else ErrorCode.ER_NO_CONNECTION)
+
+
+def encode_request(request_type: int, sync: int, body: bytes) -> bytes:
+    head = _HEADS.get(request_type)
+    if head is None:
+        head = _HEADS[request_type] = XRow(type=request_type)
+    return frame(encode_header(head, sync) + body)
+
+
+class Request:
+    """One request in flight (2.6.0's request object): `body` the OK response's
+    body, or `error` the BoxError it ended with."""
+
+    __slots__ = ("sync", "done", "body", "error", "cond", "pushes", "schema_part")
+
+    def __init__(self, sync: int, schema_part: int = 0):
+        self.sync = sync
+        self.done = False
+        self.body: bytes | None = None
+        self.error: BaseException | None = None
+        self.cond: Cond | None = None
+        self.pushes: list[bytes] | None = None
+        self.schema_part = schema_part       # 1, 2, 3: a select of the schema fetch
+
+    def finish(self, body: bytes | None, error: BaseException | None) -> None:
+        self.done = True
+        self.body, self.error = body, error
+        if self.cond is not None:
+            self.cond.broadcast()
+
+
+class Transport:
+    def __init__(self, runtime, host: str, port: Any, user: str | None,
+                 password: str | None, callback):
+        self.runtime = runtime
+        self.sched = runtime.sched
+        self.host, self.port = host, port
+        self.user, self.password = user, password
+        self.callback = callback             # Lua: callback(event, ...)
+        self.state = "initial"
+        self.last_code: int | None = None
+        self.last_error: str | None = None
+        self.state_cond = Cond(self.sched)
+        self.requests: dict[int, Request] = {}
+        self.next_sync = 1
+        self.worker = None
+        self.sock = None
+        self.frames: FrameReader | None = None
+        self.schema_version = 0               # of the schema installed
+        self.peer_version_id = 0
+        self._out: list[bytes] = []
+        self._flush_queued = False
+        self._writer = None
+        self._writer_cond = Cond(self.sched)
+        self._schema: dict[int, bytes] | None = None
+        self._schema_syncs: dict[int, int] = {}
+        self._schema_seen: int | None = None
+
+    # ------------------------------------------------------------- lifecycle
+
+    def start(self) -> None:
+        if self.state != "initial" or self.worker is not None:
+            return
+        name = f"{self.host}:{self.port} (net.box)"
+        self.worker = self.sched.spawn(self._worker_f, name=name)
+
+    def stop(self) -> None:
+        """close(): state closed (unless it already ended in error), the worker gone."""
+        if self.state not in FINAL_STATES:
+            self._set_state("closed", ErrorCode.ER_NO_CONNECTION, "Connection closed")
+        worker, self.worker = self.worker, None
+        if worker is not None and worker.status != "dead" and worker is not self.sched.current:
+            self.sched.cancel(worker)
+        self._close_socket()
+
+    def alive(self) -> bool:
+        """2.6.0's `worker_fiber ~= nil`."""
+        return self.worker is not None and self.worker.status != "dead"
+
+    def wait_state(self, target, timeout: float | None) -> bool:
+        """Wait until the state is `target` (a name, or a set of names) or final;
+        whether it is the target."""
+        targets = {target} if isinstance(target, str) else target
+        deadline = _deadline(self.sched, timeout)
+        while self.state not in targets and self.state not in FINAL_STATES:
+            if not self.state_cond.wait(_remaining(self.sched, deadline)):
+                break
+        return self.state in targets
+
+    def _set_state(self, state: str, code: int | None = None, message: str | None = None) -> None:
+        self.state, self.last_code, self.last_error = state, code, message
+        try:
+            self.runtime.call(self.callback, "state_changed", state, message)
+        except Exception as exc:   # noqa: BLE001 - a trigger's error is logged, as a fiber's
+            log.error("net.box: %s", getattr(exc, "message", exc))
+        self.state_cond.broadcast()
+        if state in ("error", "error_reconnect", "closed"):
+            pending, self.requests = self.requests, {}
+            for request in pending.values():
+                request.finish(None, state_error(code, message))
+
+    def _event(self, *args) -> Any:
+        results = self.runtime.call(self.callback, *args)
+        return results[0] if results else None
+
+    # ---------------------------------------------------------- the worker
+
+    def _worker_f(self) -> None:
+        me = self.sched.current
+        try:
+            self._run()
+        finally:
+            self._close_socket()
+            if self.worker is me:
+                self.worker = None
+            # futures of a dead worker are ready (with NO_CONNECTION)
+            for request in list(self.requests.values()):
+                if request.cond is not None:
+                    request.cond.broadcast()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                greeting = self._establish()
+            except LinkError as failure:
+                timeout = self._reconnect_timeout()
+                if timeout is None:
+                    self._set_state("error", ErrorCode.ER_NO_CONNECTION, failure.message)
+                    return
+                self._set_state("error_reconnect", ErrorCode.ER_NO_CONNECTION, failure.message)
+            else:
+                try:
+                    self._protocol(greeting)
+                except LinkError as failure:
+                    self._close_socket()
+                    if self.state != "closed":
+                        if self._reconnect_timeout() is not None:
+                            self._set_state("error_reconnect", failure.code, failure.message)
+                        else:
+                            self._set_state("error", failure.code, failure.message)
+                except BoxError as exc:       # what cannot be read: 2.6.0's pcall fails
+                    self._close_socket()
+                    if self.state not in FINAL_STATES:
+                        self._set_state("error", ErrorCode.ER_UNKNOWN, exc.message)
+                self._close_socket()
+                timeout = self._reconnect_timeout()
+            if timeout is None or self.state != "error_reconnect":
+                return
+            self.sched.sleep(timeout)
+            if self._reconnect_timeout() is None or self.state != "error_reconnect":
+                return
+
+    def _reconnect_timeout(self) -> float | None:
+        value = self._event("reconnect_timeout")
+        return float(value) if isinstance(value, (int, float)) and value > 0 else None
+
+    def _establish(self):
+        """establish_connection(): the socket and the greeting, in connect_timeout."""
+        timeout = self._event("fetch_connect_timeout")
+        timeout = DEFAULT_CONNECT_TIMEOUT if not isinstance(timeout, (int, float)) else timeout
+        begin = self.sched.clock()
+        try:
+            sock = connect(self.sched, self.host, self.port, timeout)
+        except TimedOut:
+            raise LinkError(ErrorCode.ER_NO_CONNECTION, os.strerror(errno_codes.ETIMEDOUT)) from None
+        except SocketError as exc:
+            code = getattr(exc, "errno", 0)
+            text = os.strerror(code) if code else exc.message.removeprefix("getaddrinfo: ")
+            raise LinkError(ErrorCode.ER_NO_CONNECTION, text) from None
+        except OSError as exc:
+            raise LinkError(ErrorCode.ER_NO_CONNECTION, os.strerror(exc.errno or 0)) from None
+        self.sock = sock
+        self.frames = FrameReader(sock)
+        try:
+            data = sock.readn(GREETING_SIZE, max(0.0, timeout - (self.sched.clock() - begin)))
+        except TimedOut:
+            raise LinkError(ErrorCode.ER_NO_CONNECTION,
+                            os.strerror(errno_codes.ETIMEDOUT)) from None
+        except SocketError:
+            raise LinkError(ErrorCode.ER_NO_CONNECTION, "Invalid greeting") from None
+        except OSError as exc:
+            raise LinkError(ErrorCode.ER_NO_CONNECTION, os.strerror(exc.errno or 0)) from None
+        try:
+            return decode_greeting(data)
+        except ClientError:
+            raise LinkError(ErrorCode.ER_NO_CONNECTION, "Invalid greeting") from None
+
+    def _close_socket(self) -> None:
+        sock, self.sock = self.sock, None
+        self._out.clear()
+        if sock is not None:
+            sock.close()
+        if self._writer is not None:
+            self._writer_cond.broadcast()
+
+    def _protocol(self, greeting) -> None:
+        self.peer_version_id = greeting.version_id
+        refused = self._event("handshake", greeting.protocol, greeting.uuid,
+                              greeting.version_id)
+        if refused is not None:
+            raise LinkError(ErrorCode.ER_NO_CONNECTION, refused)
+        self._set_state("auth")
+        schema_version = 0
+        if self.user is not None and self.password is not None:
+            self._send(encode_request(IprotoType.AUTH, self._new_sync(),
+                                      encode_auth_body(self.user,
+                                                       scramble(greeting.salt, self.password))))
+            row = self._read_row()
+            if row.type != IprotoType.OK:
+                raise LinkError(ErrorCode.ER_NO_CONNECTION, _error_24(row.body))
+            schema_version = row.schema_version
+        self._set_state("fetch_schema")
+        self._fetch_schema(schema_version)
+        while True:
+            self._dispatch(self._read_row())
+
+    def _read_row(self) -> XRow:
+        frames = self.frames
+        assert frames is not None
+        try:
+            packet = frames.next_buffered()
+            if packet is None:
+                packet = frames.read_packet()
+        except (EOFError, SocketError):
+            packet = None
+        except PacketError as exc:
+            raise exc.error from None
+        except OSError as exc:
+            raise LinkError(ErrorCode.ER_NO_CONNECTION, os.strerror(exc.errno or 0)) from None
+        if packet is None:
+            raise LinkError(ErrorCode.ER_NO_CONNECTION, "Peer closed")
+        return decode_row(packet, 0, len(packet), exact=True)[0]
+
+    # ------------------------------------------------------------ responses
+
+    def _dispatch(self, row: XRow) -> None:
+        status = row.type
+        if status == IprotoType.CHUNK:          # box.session.push(): kept for pairs()
+            request = self.requests.get(row.sync)
+            if request is not None:
+                if request.pushes is None:
+                    request.pushes = []
+                request.pushes.append(row.body or b"\x80")
+                if request.cond is not None:
+                    request.cond.broadcast()
+            return
+        request = self.requests.pop(row.sync, None)
+        if request is not None:
+            if status & IprotoType.TYPE_ERROR:
+                error = reply_error(status, row.body)
+                if request.schema_part:
+                    self._schema_reply(request, row, error)
+                else:
+                    request.finish(None, error)
+            elif request.schema_part:
+                self._schema_reply(request, row, None)
+            else:
+                request.finish(row.body or b"\x80", None)
+        if (self.state == "active" and row.schema_version > 0
+                and row.schema_version != self.schema_version):
+            # The schema changed: load the new one (requests keep flowing meanwhile).
+            self._set_state("fetch_schema")
+            self._fetch_schema(0)
+
+    def _fetch_schema(self, version: int) -> None:
+        """Ask for _vspace, _vindex and (2.2.1+) _vcollation; the replies come to
+        _schema_reply through the read loop."""
+        if not self._event("will_fetch_schema"):
+            self.schema_version = version
+            self._set_state("active")
+            return
+        self._schema = {}
+        self._schema_seen = None
+        self._schema_syncs = {}
+        parts = [VSPACE_ID, VINDEX_ID]
+        if self.peer_version_id >= (2 << 16 | 2 << 8 | 1):
+            parts.append(VCOLLATION_ID)
+        for part, space_id in enumerate(parts, 1):
+            sync = self._new_sync()
+            self.requests[sync] = Request(sync, schema_part=part)
+            self._send(encode_request(IprotoType.SELECT, sync, _select_all_body(space_id)))
+        self._schema_wanted = len(parts)
+
+    def _schema_reply(self, request: Request, row: XRow, error: BoxError | None) -> None:
+        schema = self._schema
+        if schema is None:
+            return
+        if error is not None:
+            if request.schema_part == 3 and error.code == ErrorCode.ER_NO_SUCH_SPACE:
+                self._schema_wanted -= 1        # a peer without _vcollation
+            else:
+                raise LinkError(ErrorCode.ER_NO_CONNECTION, _error_24(row.body))
+        else:
+            if self._schema_seen is None:
+                self._schema_seen = row.schema_version
+            elif self._schema_seen != row.schema_version:
+                # the schema changed while it was fetched: start over
+                self._fetch_schema(0)
+                return
+            schema[request.schema_part] = row.body or b"\x80"
+        if len(schema) == self._schema_wanted:
+            self._schema = None
+            version = self._schema_seen or 0
+            self._event("did_fetch_schema", version, schema[1], schema[2], schema.get(3))
+            self.schema_version = version
+            self._set_state("active")
+
+    # -------------------------------------------------------------- requests
+
+    def _new_sync(self) -> int:
+        sync = self.next_sync
+        self.next_sync = (sync + 1) & 0x7FFFFFFF
+        return sync
+
+    def perform_async(self, request_type: int, body: bytes) -> Request:
+        """perform_async_request(): the request goes out, its future comes back."""
+        if self.state != "active" and self.state != "fetch_schema":
+            raise state_error(self.last_code, self.last_error)
+        sync = self.next_sync
+        self.next_sync = (sync + 1) & 0x7FFFFFFF
+        request = self.requests[sync] = Request(sync)
+        self._send(encode_request(request_type, sync, body))
+        return request
+
+    def wait_result(self, request: Request, timeout: float | None) -> bool:
+        """Park until `request` is answered (or its connection is gone); False when
+        `timeout` runs out first."""
+        if request.done or not self.alive():
+            return True
+        deadline = _deadline(self.sched, timeout)
+        cond = request.cond
+        if cond is None:
+            cond = request.cond = Cond(self.sched)
+        while not request.done and self.alive():
+            remaining = _remaining(self.sched, deadline)
+            if remaining is not None and remaining <= 0:
+                return False
+            cond.wait(remaining)
+        return True
+
+    def result(self, request: Request) -> bytes:
+        """The body of an answered request; its error raised."""
+        if request.error is not None:
+            raise request.error
+        if request.done:
+            return request.body or b"\x80"
+        if not self.alive():
+            raise ClientError(ErrorCode.ER_NO_CONNECTION)
+        raise BoxError("Response is not ready", ErrorCode.ER_PROC_LUA)
+
+    def discard(self, request: Request) -> None:
+        if not request.done:
+            self.requests.pop(request.sync, None)
+            request.finish(None, BoxError("Response is discarded", ErrorCode.ER_PROC_LUA))
+
+    def request(self, request_type: int, body: bytes, timeout: float | None) -> bytes:
+        """A synchronous request (remote:_request): wait for `active`, send, wait for
+        the response, and for a schema reload it started; its body, or its error
+        raised. `timeout` covers all of it."""
+        sched = self.sched
+        deadline = _deadline(sched, timeout)
+        if self.state != "active":
+            self.wait_state("active", _remaining(sched, deadline))
+        request = self.perform_async(request_type, body)
+        if not self.wait_result(request, _remaining(sched, deadline)):
+            raise ClientError(ErrorCode.ER_TIMEOUT)
+        body = self.result(request)
+        if self.state == "fetch_schema":
+            self.wait_state("active", _remaining(sched, deadline))
+        return body
+
+    # -------------------------------------------------------------- sending
+
+    def _send(self, data: bytes) -> None:
+        """Queue a frame; the queue goes out in one write at the next loop turn."""
+        self._out.append(data)
+        if not self._flush_queued:
+            self._flush_queued = True
+            self.sched.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        """(On the hub.) Write what the socket takes now; the rest is the writer
+        fiber's, which waits until the socket can take more."""
+        self._flush_queued = False
+        sock = self.sock
+        if sock is None or not self._out or self._writer is not None:
+            if self._writer is not None:
+                self._writer_cond.signal()
+            return
+        data = self._out[0] if len(self._out) == 1 else b"".join(self._out)
+        self._out.clear()
+        try:
+            sent = sock.send_nowait(data)
+        except OSError:
+            return      # the reader sees the broken connection and fails everyone
+        if sent < len(data):
+            self._out.append(data[sent:])
+            self._writer = self.sched.spawn(self._writer_f, sock, name="net.box writer")
+
+    def _writer_f(self, sock) -> None:
+        try:
+            while self.sock is sock and self._out:
+                data = b"".join(self._out)
+                self._out.clear()
+                try:
+                    sock.write(data)
+                except (OSError, BoxError):
+                    return
+        finally:
+            self._writer = None
+
+
+# ------------------------------------------------------------------ helpers
+
+def _deadline(sched, timeout: float | None) -> float | None:
+    """None for no timeout (TIMEOUT_INFINITY too: the poller takes no such wait)."""
+    if timeout is None or timeout >= TIMEOUT_INFINITY:
+        return None
+    return sched.clock() + max(0.0, timeout)
+
+
+def _remaining(sched, deadline: float | None) -> float | None:
+    return None if deadline is None else max(0.0, deadline - sched.clock())
+
+
+def _select_all_body(space_id: int) -> bytes:
+    # {SPACE_ID, INDEX_ID 0, ITERATOR ALL, OFFSET 0, LIMIT 0xFFFFFFFF, KEY []}
+    return pack({IprotoKey.SPACE_ID: space_id, IprotoKey.INDEX_ID: 0,
+                 IprotoKey.ITERATOR: ITER_ALL, IprotoKey.OFFSET: 0,
+                 IprotoKey.LIMIT: 0xFFFFFFFF, IprotoKey.KEY: []})
+
+
+def _body_values(body: bytes | None) -> dict[int, tuple[int, int]]:
+    """Where each top-level key's value lies in a reply body: key -> (start, end)."""
+    if not body or not 0x80 <= body[0] <= 0x8F and body[0] not in (0xDE, 0xDF):
+        return {}
+    try:
+        first = body[0]
+        if first <= 0x8F:
+            count, pos = first & 0x0F, 1
+        elif first == 0xDE:
+            count, pos = int.from_bytes(body[1:3], "big"), 3
+        else:
+            count, pos = int.from_bytes(body[1:5], "big"), 5
+        found = {}
+        for _ in range(count):
+            key, pos = unpack_exact(body, pos, len(body))
+            end = mp_next(body, pos, len(body))
+            if type(key) is int:
+                found[key] = (pos, end)
+            pos = end
+        return found
+    except (MsgpackError, ValueError, IndexError):
+        return {}
+
+
+def _error_24(body: bytes | None) -> str | None:
+    where = _body_values(body).get(IprotoKey.ERROR_24)
+    if where is None:
+        return None
+    try:
+        value, _ = unpack_exact(body, where[0], where[1])
+    except MsgpackError:
+        return None
+    return value if isinstance(value, str) else None
+
+
+def reply_error(status: int, body: bytes | None) -> BoxError:
+    """The error of an error reply: its MP_ERROR stack (IPROTO_ERROR) when it has
+    one, else a ClientError of its code and ERROR_24 message."""
+    where = _body_values(body).get(IprotoKey.ERROR)
+    if where is not None and body is not None:
+        error = error_unpack(body[where[0]:where[1]])
+        if error is not None:
+            return error
+    code = status & _ERRNO_MASK
+    message = _error_24(body)
+    return ClientError(code) if message is None else BoxError(message, code)
