@@ -34,10 +34,12 @@ class NetBoxModule:
         }
         from ...iproto import _CALL_LUA
         call_global, _ = runtime.load(_CALL_LUA, "=call")()
-        chunk = runtime.load(read_source("modules/netbox/net_box.lua"), "@net_box.lua")
-        self.lua_module = chunk(
+        chunks = [runtime.load(read_source(f"modules/netbox/{name}.lua"), f"@{name}.lua")
+                  for name in ("net_box", "net_box_schema", "net_box_self")]
+        self.lua_module = chunks[0](
             runtime.table({k: runtime.bridge(v, convert_args=False) for k, v in natives.items()}),
-            runtime.table(blocking), runtime.wait, instance.storage.tuple_lua, call_global)
+            runtime.table(blocking), runtime.wait, instance.storage.tuple_lua, call_global,
+            chunks[1], chunks[2])
 
     # ---------------------------------------------------------------- natives
 

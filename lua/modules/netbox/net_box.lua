@@ -8,9 +8,10 @@
 -- Error texts and the positions they carry are 2.6.0's (builtin/box/net_box.lua,
 -- and builtin/box/schema.lua for the argument checks shared with box.space).
 --
--- Loaded with (native, blocking, wait, tuple, call_global, error_object); returns
--- the module.
-local native, blocking, wait, tuple, call_global = ...
+-- Loaded with (native, blocking, wait, tuple, call_global, load_schema_part,
+-- load_self_part): the last two are the chunks of net_box_schema.lua and
+-- net_box_self.lua. Returns the module.
+local native, blocking, wait, tuple, call_global, load_schema_part, load_self_part = ...
 
 local msgpack = require('msgpack')
 local fiber = require('fiber')
@@ -18,15 +19,14 @@ local log = require('log')
 local encode, decode = msgpack.encode, msgpack.decode
 local type, pairs, ipairs, next, select, tostring, tonumber = type, pairs, ipairs, next,
     select, tostring, tonumber
-local setmetatable, getmetatable, rawget, rawequal, unpack, error = setmetatable,
-    getmetatable, rawget, rawequal, unpack, error
+local setmetatable, getmetatable, rawequal, unpack, error = setmetatable, getmetatable,
+    rawequal, unpack, error
 local string_format, string_upper = string.format, string.upper
 local fiber_clock = fiber.clock
 local make_mt, bless = tuple.make_mt, tuple.bless
 local base_mt = tuple.base_mt
 local max = math.max
 
-local E_NO_CONNECTION = box.error.NO_CONNECTION
 local E_PROC_LUA = box.error.PROC_LUA
 local E_MORE_THAN_ONE_TUPLE = box.error.MORE_THAN_ONE_TUPLE
 local E_TIMEOUT = box.error.TIMEOUT
@@ -498,190 +498,13 @@ end
 
 -------------------------------------------------------------- spaces, indexes
 
-local function nothing_or_data(value)
-    if value ~= nil then
-        return value
-    end
-end
-
-local function space_metatable(remote)
-    local methods = {}
-
-    function methods:insert(t, opts)
-        check_space_arg(self, 'insert')
-        return request(remote, 'insert', opts, self._tuple_mt, INSERT,
-                       encoders.insert(self.id, t))
-    end
-
-    function methods:replace(t, opts)
-        check_space_arg(self, 'replace')
-        return request(remote, 'replace', opts, self._tuple_mt, REPLACE,
-                       encoders.insert(self.id, t))
-    end
-
-    function methods:select(key, opts)
-        check_space_arg(self, 'select')
-        return check_primary_index(self):select(key, opts)
-    end
-
-    function methods:delete(key, opts)
-        check_space_arg(self, 'delete')
-        return check_primary_index(self):delete(key, opts)
-    end
-
-    function methods:update(key, oplist, opts)
-        check_space_arg(self, 'update')
-        return check_primary_index(self):update(key, oplist, opts)
-    end
-
-    function methods:upsert(t, oplist, opts)
-        check_space_arg(self, 'upsert')
-        return nothing_or_data(request(remote, 'upsert', opts, nil, UPSERT,
-                                       encoders.upsert(self.id, t, oplist)))
-    end
-
-    function methods:get(key, opts)
-        check_space_arg(self, 'get')
-        return check_primary_index(self):get(key, opts)
-    end
-
-    function methods:format(format)
-        if format == nil then
-            return self._format
-        end
-        box.error(box.error.UNSUPPORTED, 'net.box', 'setting space format')
-    end
-
-    return {__index = methods, __metatable = false}
-end
-
-local function index_metatable(remote)
-    local methods = {}
-
-    function methods:select(key, opts)
-        check_index_arg(self, 'select')
-        local key_is_nil = key == nil or (type(key) == 'table' and #key == 0)
-        local iterator = check_iterator_type(opts, key_is_nil)
-        local offset = tonumber(opts and opts.offset) or 0
-        local limit = tonumber(opts and opts.limit) or 0xFFFFFFFF
-        return (request(remote, 'select', opts, self.space._tuple_mt, SELECT,
-                        encoders.select(self.space.id, self.id, iterator, offset, limit, key)))
-    end
-
-    local function get_like(name, iterator, limit)
-        return function(self, key, opts)
-            check_index_arg(self, name)
-            if opts and opts.buffer then
-                error(string_format("index:%s() doesn't support `buffer` argument", name))
-            end
-            return nothing_or_data(request(remote, name, opts, self.space._tuple_mt, SELECT,
-                encoders.select(self.space.id, self.id, iterator, 0, limit, key)))
-        end
-    end
-    methods.get = get_like('get', ITER.EQ, 2)
-    methods.min = get_like('min', ITER.GE, 1)
-    methods.max = get_like('max', ITER.LE, 1)
-
-    function methods:count(key, opts)
-        check_index_arg(self, 'count')
-        if opts and opts.buffer then
-            error("index:count() doesn't support `buffer` argument")
-        end
-        local code = string_format('box.space.%s.index.%s:count', self.space.name, self.name)
-        return request(remote, 'count', opts, nil, CALL, encoders.call(code, {key, opts}))
-    end
-
-    function methods:delete(key, opts)
-        check_index_arg(self, 'delete')
-        return nothing_or_data(request(remote, 'delete', opts, self.space._tuple_mt, DELETE,
-                                       encoders.delete(self.space.id, self.id, key)))
-    end
-
-    function methods:update(key, oplist, opts)
-        check_index_arg(self, 'update')
-        return nothing_or_data(request(remote, 'update', opts, self.space._tuple_mt, UPDATE,
-                                       encoders.update(self.space.id, self.id, key, oplist)))
-    end
-
-    return {__index = methods, __metatable = false}
-end
-
--- The tuple metatable of a space format: field names -> field numbers.
-local function format_mt(format)
-    local names = {}
-    for i, field in ipairs(format) do
-        local name = type(field) == 'table' and (field.name or field[1])
-        if type(name) == 'string' then
-            names[name] = i
-        end
-    end
-    if next(names) == nil then
-        return base_mt
-    end
-    return make_mt(names)
-end
-
--- _install_schema(): conn.space from the rows of _vspace, _vindex, _vcollation.
-function remote_methods:_install_schema(schema_version, spaces, indices, collations)
-    local sl, space_mt, index_mt = {}, self._space_mt, self._index_mt
-    for _, space in pairs(spaces) do
-        local name, id = space[3], space[1]
-        local format = space[7] or {}
-        local s
-        if self.space ~= nil and self.space[id] ~= nil then
-            s = self.space[id]
-        else
-            s = setmetatable({}, space_mt)
-        end
-        s.id, s.name, s.engine, s.field_count = id, name, space[4], space[5]
-        s.enabled, s.index, s.temporary, s.is_sync = true, {}, false, false
-        s._format, s._tuple_mt, s.connection = format, format_mt(format), self
-        if #space > 5 then
-            local opts = space[6]
-            if type(opts) == 'table' then
-                s.temporary = not not opts.temporary
-                s.is_sync = not not opts.is_sync
-            elseif type(opts) == 'string' then
-                s.temporary = string.match(opts, 'temporary') ~= nil
-            end
-        end
-        sl[id], sl[name] = s, s
-    end
-    for _, index in pairs(indices) do
-        local idx = {space = index[1], id = index[2], name = index[3],
-                     type = string_upper(index[4]), parts = {}}
-        local opts, parts = index[5], index[6]
-        if type(opts) == 'number' then          -- a 1.6 peer
-            idx.unique = opts == 1
-            for k = 0, parts - 1 do
-                idx.parts[k + 1] = {type = index[7 + k * 2 + 1], fieldno = index[7 + k * 2] + 1}
-            end
-        else
-            for k = 1, #parts do
-                local part = parts[k]
-                local collation_id = part.collation
-                local pk = {type = part[2] or part.type, fieldno = (part[1] or part.field) + 1,
-                            is_nullable = part.is_nullable or false}
-                if collations == nil then
-                    pk.collation_id = collation_id
-                elseif collation_id ~= nil then
-                    pk.collation = collations[collation_id + 1][2]
-                end
-                idx.parts[k] = pk
-            end
-            idx.unique = not not opts.unique
-        end
-        local s = sl[idx.space]
-        if s ~= nil then
-            s.index[idx.id], s.index[idx.name] = idx, idx
-            idx.space = s
-            setmetatable(idx, index_mt)
-        end
-    end
-    self.schema_version = schema_version
-    self.space = sl
-    self._on_schema_reload:run(self)
-end
+local space_metatable, index_metatable, install_schema = load_schema_part({
+    request = request, encoders = encoders, make_mt = make_mt, base_mt = base_mt,
+    check_space_arg = check_space_arg, check_index_arg = check_index_arg,
+    check_primary_index = check_primary_index, check_iterator_type = check_iterator_type,
+    ITER = ITER, SELECT = SELECT, INSERT = INSERT, REPLACE = REPLACE, UPDATE = UPDATE,
+    DELETE = DELETE, UPSERT = UPSERT, CALL = CALL})
+remote_methods._install_schema = install_schema
 
 ------------------------------------------------------------------- connecting
 
@@ -820,80 +643,8 @@ function this_module.timeout(timeout, ...)
                         {__index = this_module})
 end
 
----------------------------------------------------------------- net.box.self
-
-local function rollback()
-    if rawget(box, 'rollback') ~= nil then
-        box.rollback()
-    end
-end
-
-local function handle_eval_result(status, ...)
-    if not status then
-        rollback()
-        return box.error(E_PROC_LUA, (...))
-    end
-    local results = {...}
-    for i = 1, select('#', ...) do
-        if type(results[i]) == 'cdata' then
-            results[i] = decode(encode(results[i]))
-        end
-    end
-    return unpack(results, 1, select('#', ...))
-end
-
--- call_global(name, ...) answers false when no global function has that name
-local function handle_call_result(name, status, found, ...)
-    if status and not found then
-        rollback()
-        box.error({code = box.error.NO_SUCH_PROC,
-                   reason = string_format("Procedure '%s' is not defined", name)})
-    end
-    if not status then
-        return handle_eval_result(false, found)
-    end
-    return handle_eval_result(true, ...)
-end
-
-this_module.self = {
-    ping = function() return true end,
-    reload_schema = function() end,
-    close = function() end,
-    timeout = function(self) return self end,
-    wait_connected = function() return true end,
-    is_connected = function() return true end,
-    call = function(_box, proc_name, args)
-        check_remote_arg(_box, 'call')
-        check_call_args(args)
-        proc_name = tostring(proc_name)
-        args = args or {}
-        local func = rawget(box, 'func') and box.func[proc_name]
-        if func ~= nil then
-            return handle_eval_result(pcall(func.call, func, args))
-        end
-        return handle_call_result(proc_name, pcall(call_global, proc_name, unpack(args)))
-    end,
-    eval = function(_box, expr, args)
-        check_remote_arg(_box, 'eval')
-        check_eval_args(args)
-        local proc, errmsg = loadstring(expr)
-        if not proc then
-            proc, errmsg = loadstring('return ' .. expr)
-        end
-        if not proc then
-            rollback()
-            return box.error(E_PROC_LUA, errmsg)
-        end
-        return handle_eval_result(pcall(proc, unpack(args or {})))
-    end,
-}
-
-setmetatable(this_module.self, {
-    __index = function(_, key)
-        if key == 'space' then
-            return box.space
-        end
-    end,
-})
+this_module.self = load_self_part({
+    check_remote_arg = check_remote_arg, check_call_args = check_call_args,
+    check_eval_args = check_eval_args, call_global = call_global})
 
 return this_module
