@@ -18,6 +18,8 @@ MODULES: list[tuple[str, str, bool]] = [
     ("pwd", ".pwd:build", False),
     ("fun", ".fun:build", False),
     ("tap", ".tap:build", False),
+    ("pickle", ".pickle:build", False),
+    ("strict", ".strict:build", False),
     ("box", ".box:build", True),
     ("net.box", ".netbox:build", False),
 ]

@@ -13,6 +13,10 @@ local function hex(s)
     return (s:gsub('.', function(c) return string.format('%02x', c:byte()) end))
 end
 local function describe(v)
+    if (type(v) == 'cdata' or type(v) == 'table') and
+            pcall(function() return v.base_type end) and v.base_type ~= nil then
+        return 'error:' .. v.type .. ':' .. tostring(v.code) .. ':' .. v.message
+    end
     if type(v) == 'string' then
         if v:find('[^%g ]') then return 'hex:' .. hex(v) end
         return 'str:' .. v

@@ -1,0 +1,58 @@
+"""Tarantool's small Lua modules (pickle, strict): the same script on 2.6.0 and Spindle
+prints the same lines, bad arguments included."""
+from __future__ import annotations
+
+from .module_oracle import assert_same_output
+
+PICKLE = r"""
+local pickle = require('pickle')
+for _, f in ipairs{'b', 'B', 's', 'S', 'i', 'I', 'l', 'L', 'n', 'N', 'q', 'Q', 'f', 'd', 'a', 'A', 'z'} do
+    show('pack ' .. f, pickle.pack, f, 65)
+    local ok, p = pcall(pickle.pack, f, 65)
+    if ok then show('unpack ' .. f, pickle.unpack, f, p) end
+end
+show('mixed', function() return pickle.unpack('bsilnNq', pickle.pack('bsilnNq', 1, 2, 3, 4, 5, 6, 7)) end)
+show('wide', function() return pickle.unpack('l', pickle.pack('l', -1)) end)
+show('byte', function() return pickle.unpack('b', pickle.pack('b', -1)) end)
+show('trunc', pickle.pack, 'i', 2^40)
+show('cdata', pickle.pack, 'Q', 1ULL)
+show('floats', function() return pickle.unpack('fd', pickle.pack('fd', 1.5, 2.5)) end)
+show('rest', pickle.unpack, 'ia', pickle.pack('ia', 7, 'xyz'))
+show('short', pickle.unpack, 'ss', pickle.pack('s', 258))
+show('long', pickle.unpack, 'i', 'abcdef')
+show('not int', pickle.pack, 'i', 'abc')
+show('numeric string', pickle.pack, 'i', '12')
+show('not byte', pickle.pack, 'b', 'x')
+show('not 64', pickle.pack, 'l', {})
+show('few', pickle.pack, 'ii', 1)
+show('many', pickle.pack, 'i', 1, 2)
+show('no format', pickle.pack)
+show('no data', pickle.unpack, 'i')
+show('table string', pickle.pack, 'a', {})
+show('number string', pickle.pack, 'a', 5)
+show('bad unpack', pickle.unpack, 5, 'abcd')
+show('empty rest', pickle.unpack, 'a', '')
+"""
+
+STRICT = r"""
+local strict = require('strict')
+show('keys', function() return strict end)
+strict.on()
+declared_in_main = 1
+show('read', function() return undeclared_x end)
+show('write', function() undeclared_y = 1 end)
+show('nested', function() local f = function() undeclared_z = 1 end f() end)
+show('declared', function() return declared_in_main end)
+strict.on()
+strict.off()
+show('off read', function() return undeclared_x end)
+show('off write', function() undeclared_w = 2 return undeclared_w end)
+"""
+
+
+def test_pickle_as_tarantool(tmp_path):
+    assert_same_output(PICKLE, tmp_path, min_lines=40)
+
+
+def test_strict_as_tarantool(tmp_path):
+    assert_same_output(STRICT, tmp_path, min_lines=6)
