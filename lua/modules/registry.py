@@ -14,6 +14,8 @@ MODULES: list[tuple[str, str, bool]] = [
     ("uuid", ".uuid:build", False),
     ("decimal", ".decimal:build", False),
     ("errno", ".errno:build", False),
+    ("crypto", ".crypto:build", False),
+    ("digest", ".digest:build", False),
     ("fio", ".fio:build", False),
     ("pwd", ".pwd:build", False),
     ("fun", ".fun:build", False),
