@@ -263,6 +263,15 @@ class AlterChecks:
         language = new[4] if len(new) > 4 else "LUA"
         if language not in ("LUA", "C"):
             raise ClientError(E.ER_FUNCTION_LANGUAGE, language, name)
+        body = new[5] if len(new) > 5 else ""
+        sandboxed = len(new) > 12 and bool(new[12])
+        # func_def_check(): a sandbox is for a body (a functional index needs both)
+        if language == "C" and (body or sandboxed):
+            raise ClientError(E.ER_CREATE_FUNCTION, name,
+                              "body and is_sandboxed options are not compatible with C language")
+        if language == "LUA" and sandboxed and not body:
+            raise ClientError(E.ER_CREATE_FUNCTION, name, "is_sandboxed option may be set "
+                              "only for a persistent Lua function (one with a non-empty body)")
         self.ddl(name, fid, owner, "function", Priv.C)
 
     def func_drop(self, old: Any) -> None:

@@ -523,7 +523,8 @@ def make_index(space: Any, index_def: IndexDef, pk_def: KeyDef | None = None) ->
     from spindle.core.box import index_kinds    # (it builds on this module)
     index_kinds.check_index_def(index_def, getattr(space, "name", "?"))
     if index_def.opts.get("func") is not None:
-        return index_kinds.FuncIndex(space, index_def, pk_def)
+        from spindle.core.box import index_func
+        return index_func.FuncTreeIndex(space, index_def, pk_def)
     if any(part.is_multikey for part in index_def.key_def.parts):
         from spindle.core.box import index_multikey
         index_multikey.check_multikey(index_def, getattr(space, "name", "?"))

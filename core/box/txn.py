@@ -446,6 +446,9 @@ class Engine:
         self.spaces: dict[int, Any] = {}
         self.arena = MemtxArena(self.spaces)   # their tuples (box.cfg.memtx_memory)
         self._by_name: dict[str, Any] = {}
+        # persistent functions as functional indexes call them (index_func.py)
+        from spindle.core.box.index_func import Functions
+        self.functions = Functions(self.spaces)
 
     def create_space(self, id: int, name: str, **options: Any) -> Any:
         from spindle.core.box.space import Space
@@ -453,6 +456,7 @@ class Engine:
             raise ClientError(ErrorCode.ER_SPACE_EXISTS, name)
         space = Space(id, name, txns=self.txns, **options)
         space.arena = self.arena
+        space.functions = self.functions
         self.spaces[id] = space
         self._by_name[name] = space
         return space

@@ -97,6 +97,8 @@ class BoxStorage:
         # access_check_sequence() of the running fiber's effective user
         self.box.schema.sequences.check_access = \
             lambda seq: self.access.check_sequence(self.euid(), seq.id)
+        # functional indexes call persistent functions through the engine's hook
+        self.box.engine.functions.call = lambda *args: self.funcs.index_call(*args)
         self.ddl = Ddl(self.box.engine, self.box.schema, self.euid,
                        session_user_id=self.uid, access=self.access)
 

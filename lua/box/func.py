@@ -48,6 +48,11 @@ class FuncApi:
         chunk = runtime.load(read_source("box/func.lua"), "@box/func.lua")
         self.lua = chunk(runtime.table({k: runtime.bridge(v) for k, v in native.items()}),
                          runtime.table(blocking), runtime.wait, box_table)
+        # (looked up once: a Lua table read from Python while a fiber's coroutine is
+        # suspended in a wait-request can come back as a tuple of stack values)
+        self._compile, self._index_call = self.lua[b"compile"], self.lua[b"index_call"]
+        self._bless_for = storage.spaces.lua[b"bless_for"]
+        self._index_funcs: dict = {}        # (id, body) -> the compiled function
 
     def definitions(self) -> list[dict[str, Any]]:
         space = self.storage.box.engine.space(FUNC_ID)
@@ -62,3 +67,28 @@ class FuncApi:
         service = self.storage.instance.iproto
         session = service.sessions.current()
         return Multi(service.executor.call_function(session, name, list(args or [])))
+
+    # ------------------------------------------------------ functional indexes
+
+    def index_call(self, func_id: int, space_id: int, tup: Any) -> list:
+        """The engine's Functions.call (core/box/index_func.py): the results of
+        persistent function `func_id` on a tuple of space `space_id`, which it gets
+        as a box.tuple (field names work). It must not yield (it runs inside a
+        statement), and runs in its sandbox when is_sandboxed."""
+        runtime = self.storage.runtime
+        row = self.storage.box.engine.space(FUNC_ID).get([func_id])
+        if row is None:
+            raise LookupError(f"no function {func_id}")
+        body = row[_BODY] if len(row) > _BODY else ""
+        key = (func_id, body)
+        compiled = self._index_funcs.get(key)
+        if compiled is None:
+            if len(self._index_funcs) > 1000:
+                self._index_funcs.clear()
+            sandboxed = bool(row[_IS_SANDBOXED]) if len(row) > _IS_SANDBOXED else False
+            compiled = self._index_funcs[key] = runtime.invoke(
+                self._compile, body, row[_NAME], sandboxed)[0]
+        results = runtime.invoke(self._index_call, compiled, self._bless_for, space_id,
+                                 self.storage.tuples.to_lua(tup))
+        to_py = runtime.to_py
+        return [to_py(value) for value in results]

@@ -604,6 +604,7 @@ local function update_indexes(space, described)
         obj.sequence_id, obj.sequence_fieldno = d.sequence_id, d.sequence_fieldno
         obj.sequence_path = d.sequence_path
         obj.dimension = d.dimension
+        obj.func = d.func       -- {fid =, name =} of a functional index
         index[d.id] = obj
         index[d.name] = obj
     end

@@ -398,6 +398,10 @@ def describe_index(space: Space, index) -> dict:
         del described["unique"]
         if index.type.value == "RTREE":
             described["dimension"] = index.dimension
+    func_id = index.index_def.opts.get("func")
+    if func_id is not None:     # (a functional index: index_func.py)
+        row = space.functions.definition(func_id)
+        described["func"] = {"fid": func_id, "name": row[2] if row is not None else None}
     if index.id == 0 and space.sequence is not None:
         described["sequence_id"] = space.sequence.id
         described["sequence_fieldno"] = space.sequence_fieldno + 1

@@ -1,9 +1,10 @@
 """Index kinds across replication (issue 23 item 4): a Spindle replica of a Tarantool
 2.6.0 master, and a 2.6.0 replica of a Spindle master, whose spaces have JSON-path, nullable, collated, BITSET, RTREE, multikey
-and functional indexes. The JOIN and the stream bring every row and every index
-definition; the replica keeps following, and its indexes answer as the master's
-(a functional index, which Spindle does not serve, refuses its reads by name). This was the reported bug: a replica of a master with a JSON-path
-index failed its JOIN ("on_rollback trigger failed") and exited."""
+and functional indexes (plain and multikey, their functions persistent ones). The
+JOIN and the stream bring every row and every index definition; the replica keeps
+following, and its indexes answer as the master's. This was the reported bug: a
+replica of a master with a JSON-path index failed its JOIN ("on_rollback trigger
+failed") and exited."""
 from __future__ import annotations
 
 import pytest
@@ -58,7 +59,27 @@ return {
     ids(r.index.rt3:select({1, 1, 1}, {iterator = 'NEIGHBOR', limit = 3})),
     box.space.m:len(),
     box.space._index:count(),
+    ids(box.space.m.index.func:select({5}, {iterator = 'GE', limit = 6})),
+    ids(box.space.m.index.func:select({7}, {iterator = 'LT', limit = 3})),
+    box.space.m.index.func:count(),
 }
+"""
+
+# a multikey functional index (one key per element of field 2), made in the stream
+MULTIKEY_FUNC = """
+box.schema.func.create('each', {body = [[function(t)
+    local keys = {}
+    for _, v in ipairs(t[2]) do table.insert(keys, {v}) end
+    return keys
+end]], is_deterministic = true, is_sandboxed = true, opts = {is_multikey = true}})
+box.space.m:create_index('fmk', {func = 'each', parts = {{1, 'unsigned'}}, unique = false})
+"""
+FUNC_READS = """
+local function ids(list) local out = {} for _, t in ipairs(list) do table.insert(out, t[1]) end
+    return out end
+local m = box.space.m
+return ids(m.index.fmk:select({6}, {iterator = 'LE', limit = 7})), m.index.fmk:count(),
+    ids(m.index.func:select({8})), box.space._func_index:select{}
 """
 
 
@@ -88,6 +109,9 @@ box.space.j:update({4}, {{'=', 2, {a = {b = 'changed'}}}})
 box.space.r:create_index('rt_e', {type = 'rtree', parts = {2, 'array'}})
 box.space.m:create_index('mk2', {parts = {{2, 'unsigned', path = '[*]'}}, unique = false})
 box.space.m:delete{1}
+""" + MULTIKEY_FUNC + """
+box.space.m:update({2}, {{'=', 2, {9, 2}}})
+box.space.m:replace{3, {30, 31, 30}}
 """)
         wait_for(in_sync, 15, "the stream")
         assert replica.upstream_status(1) == "follow"
@@ -97,13 +121,11 @@ box.space.m:delete{1}
         multikey = "return box.space.m.index.mk:select({5}, {iterator = 'GE'}), " \
             "box.space.m.index.mk2:count()"
         assert replica.eval(multikey) == master.eval(multikey)
-        # a functional index: kept (the replica follows on), Spindle refuses its reads
+        # the functional indexes: their definitions and their keys as the master's
         assert replica.eval("return box.space._index:get{box.space.m.id, 3}") == \
             master.eval("return box.space._index:get{box.space.m.id, 3}")
-        spindle = replica if replica_kind == "spindle" else master
-        assert spindle.eval("return select(2, pcall(box.space.m.index.func.select, "
-                            "box.space.m.index.func, 5))") == \
-            "Spindle does not support functional indexes"
-        master.eval("box.space.m:insert{200, {8}}")
-        wait_for(in_sync, 15, "a row after the refused read")
+        assert replica.eval(FUNC_READS) == master.eval(FUNC_READS)
+        master.eval("box.space.m:insert{200, {8}} box.space.m:delete{5}")
+        wait_for(in_sync, 15, "rows after the functional index reads")
         assert replica.upstream_status(1) == "follow"
+        assert replica.eval(FUNC_READS) == master.eval(FUNC_READS)
