@@ -397,20 +397,45 @@ class RtreeIndex(Index):
         self._data: dict = {}         # id(tuple) -> tuple
         self._boxes: dict = {}        # id(tuple) -> its box
         self.tree = RTree(self.dimension, self.manhattan)
+        self._leaving: tuple | None = None  # (box, tuple): see delete_raw
 
     # -- modification -------------------------------------------------------------
 
     def replace(self, old: Any, new: Any, mode: Any) -> Any:
+        self._settle()
         if new is not None:
             self._store(None, new)
         if old is not None:
             self._delete_raw(old)
         return old
 
+    def delete_raw(self, tup: Any) -> None:
+        """A statement undone (or a replace refused by a later index): `new` goes out
+        here, then `old` comes back with insert_raw. 2.6.0 undoes it with a replace
+        of new by old, which puts old in before it takes new out, and the order
+        shapes the tree: so the tuple leaves the tree at the next call, after
+        insert_raw's insertion when one follows."""
+        self._settle()
+        if self._data.pop(id(tup), None) is not None:
+            self._leaving = (self._boxes.pop(id(tup)), tup)
+
+    def _settle(self) -> None:
+        if self._leaving is not None:
+            box, tup = self._leaving
+            self._leaving = None
+            self.tree.remove(box, tup)
+
     def insert_raw(self, tup: Any) -> None:
+        leaving = self._leaving
+        if leaving is not None and leaving[1] is tup:     # (it comes back: it stays)
+            self._leaving = None
+            self._boxes[id(tup)], self._data[id(tup)] = leaving
+            return
         self._store(None, tup)
+        self._settle()
 
     def build(self, tuples: Any) -> None:
+        self._settle()
         for tup in tuples:
             self._store(None, tup)
 
@@ -475,6 +500,7 @@ class RtreeIndex(Index):
             raise self.unsupported("requested iterator type")
 
     def _iterate(self, it: It, key: list) -> Iterator[Any]:
+        self._settle()
         if it is It.ALL or not key:
             return self.tree.tuples()
         query = self.rect(key if len(key) != 1 else key[0], "Key")
@@ -484,6 +510,7 @@ class RtreeIndex(Index):
         return self.tree.search(query, page_test, entry_test)
 
     def _values(self):
+        self._settle()
         return list(self.tree.tuples())
 
     def __len__(self) -> int:
