@@ -18,6 +18,7 @@ MODULES: list[tuple[str, str, bool]] = [
     ("digest", ".digest:build", False),
     ("fio", ".fio:build", False),
     ("pwd", ".pwd:build", False),
+    ("socket", ".socket:build", False),
     ("fun", ".fun:build", False),
     ("tap", ".tap:build", False),
     ("pickle", ".pickle:build", False),

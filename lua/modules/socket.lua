@@ -1,0 +1,819 @@
+-- Tarantool's socket module (2.6.0's builtin/socket.lua): socket objects over
+-- Spindle's cooperative sockets. Loaded with `native` (non-blocking Python calls on
+-- the socket of a descriptor, answering a result or nil plus an errno), `blocking`
+-- (iowait and getaddrinfo, run only through wait(): they park the fiber), wait, and
+-- the constant tables; returns the module.
+--
+-- Conventions as 2.6.0's: a failed call returns nil (or false) and leaves its errno
+-- in s:errno() / s:error() and in errno(); argument errors are raised with the
+-- positions 2.6.0's builtin/socket.lua gives them.
+local native, blocking, wait, internal = ...
+
+local ffi = require('ffi')
+local errno = require('errno')
+local type, tostring, tonumber, error, pairs, ipairs = type, tostring, tonumber, error,
+                                                       pairs, ipairs
+local format, find, sub = string.format, string.find, string.sub
+local min = math.min
+
+local TIMEOUT_INFINITY = 500 * 365 * 86400
+local LIMIT_INFINITY = 2147483647
+local READAHEAD = 16320
+
+local function located(line, message)
+    error('builtin/socket.lua:' .. line .. ': ' .. message, 0)
+end
+
+-- Objects: a table holding a `struct gc_socket` cdata, whose finalizer hands the
+-- descriptor of a forgotten socket to `graveyard`; the next call closes those
+-- (a finalizer must not call into Python).
+pcall(ffi.cdef, 'struct gc_socket { int fd; };')
+local graveyard = {}
+local gc_socket_t = ffi.metatype('struct gc_socket', {
+    __gc = function(g)
+        if g.fd >= 0 then
+            graveyard[#graveyard + 1] = g.fd
+        end
+    end,
+})
+
+local function reap()
+    if graveyard[1] ~= nil then
+        local fds = graveyard
+        graveyard = {}
+        native.reap(fds)
+    end
+end
+
+local socket_mt
+local methods = {}
+
+local function is_closed(self)
+    return self._gc_socket.fd < 0
+end
+
+local function check_socket(self)
+    local g = type(self) == 'table' and self._gc_socket
+    if type(g) == 'cdata' and ffi.istype(gc_socket_t, g) then
+        if g.fd < 0 then
+            located(88, 'attempt to use closed socket')
+        end
+        return g.fd
+    end
+    located(93, self ~= nil and 'Usage: socket:method(), called with non-socket'
+                             or 'Usage: socket:method()')
+end
+
+local function make_socket(fd, itype)
+    reap()
+    return setmetatable({_gc_socket = ffi.new(gc_socket_t, {fd = fd}), itype = itype},
+                        socket_mt)
+end
+
+-- a failure: remember its errno on the socket and in errno()
+local function failed(self, code, result)
+    self._errno = code
+    errno(code)
+    return result
+end
+
+local function ivalue(table, key)
+    if type(key) == 'number' then
+        return key
+    end
+    return table[key]
+end
+
+local function iflags(table, flags)
+    if flags == nil then
+        return 0
+    end
+    if type(flags) ~= 'table' then
+        flags = {flags}
+    end
+    local result = 0
+    for _, f in pairs(flags) do
+        if table[f] == nil then
+            return nil
+        end
+        result = bit.bor(result, table[f])
+    end
+    return result
+end
+
+local function protocol_number(name)
+    if type(name) == 'number' then
+        return name
+    elseif type(name) ~= 'string' then
+        errno(errno.EINVAL)
+        return nil
+    end
+    local number = internal.protocols[name]
+    if number == nil then
+        errno(errno.EPROTOTYPE)
+    end
+    return number
+end
+
+-- calls -------------------------------------------------------------------------
+
+function methods.close(self)
+    local fd = check_socket(self)
+    self._errno = nil
+    self._gc_socket.fd = -1
+    local ok, code = native.close(fd)
+    if ok == nil then
+        return failed(self, code, false)
+    end
+    return true
+end
+
+function methods.errno(self)
+    check_socket(self)
+    return self._errno or 0
+end
+
+function methods.error(self)
+    check_socket(self)
+    if self._errno == nil then
+        return nil
+    end
+    return errno.strerror(self._errno)
+end
+
+local function call(self, result_on_failure, fn, ...)
+    self._errno = nil
+    local result, code = fn(...)
+    if result == nil then
+        return failed(self, code, result_on_failure)
+    end
+    return result, code
+end
+
+function methods.sysconnect(self, host, port)
+    local fd = check_socket(self)
+    return call(self, false, native.connect, fd, tostring(host), tostring(port))
+end
+
+function methods.bind(self, host, port)
+    local fd = check_socket(self)
+    return call(self, false, native.bind, fd, tostring(host), tostring(port))
+end
+
+function methods.listen(self, backlog)
+    local fd = check_socket(self)
+    return call(self, false, native.listen, fd, backlog or 256)
+end
+
+function methods.syswrite(self, data)
+    local fd = check_socket(self)
+    if type(data) ~= 'string' then
+        located(271, 'Usage: socket:syswrite(data) or socket:syswrite(const char *, size)')
+    end
+    return call(self, nil, native.syswrite, fd, data)
+end
+
+function methods.sysread(self, size)
+    local fd = check_socket(self)
+    size = size or READAHEAD
+    if size < 0 then
+        located(296, 'socket:sysread(): size can not be negative')
+    end
+    return call(self, nil, native.sysread, fd, size)
+end
+
+function methods.nonblock(self, mode)
+    local fd = check_socket(self)
+    return call(self, nil, native.nonblock, fd, mode)
+end
+
+function methods.shutdown(self, how)
+    local fd = check_socket(self)
+    local variants = {R = 0, READ = 0, receive = 0, W = 1, WRITE = 1, send = 1,
+                      RW = 2, READ_WRITE = 2, both = 2, [0] = 0, [1] = 1, [2] = 2}
+    return call(self, false, native.shutdown, fd, variants[how] or 2)
+end
+
+-- name() and peer() leave errno 0 on success, as 2.6.0's do
+local function address(self, fn, fd)
+    local result = call(self, nil, fn, fd)
+    if result ~= nil then
+        errno(0)
+    end
+    return result
+end
+
+function methods.name(self)
+    return address(self, native.name, check_socket(self))
+end
+
+function methods.peer(self)
+    return address(self, native.peer, check_socket(self))
+end
+
+function methods.fd(self)
+    return check_socket(self)
+end
+
+-- waiting ------------------------------------------------------------------------
+
+local function iowait(self, what, timeout)
+    local fd = check_socket(self)
+    self._errno = nil
+    local events = wait(blocking.iowait, fd, what, timeout or TIMEOUT_INFINITY)
+    if events == 0 then
+        self._errno = errno.ETIMEDOUT      -- errno() itself keeps what it had
+    end
+    return events
+end
+
+function methods.readable(self, timeout)
+    return iowait(self, 1, timeout) ~= 0
+end
+
+function methods.writable(self, timeout)
+    return iowait(self, 2, timeout) ~= 0
+end
+
+function methods.wait(self, timeout)
+    local events = iowait(self, 3, timeout)
+    if events == 0 then
+        return 0
+    end
+    return (bit.band(events, 1) ~= 0 and 'R' or '') .. (bit.band(events, 2) ~= 0 and 'W' or '')
+end
+
+-- options ------------------------------------------------------------------------
+
+local function level_number(level)
+    if type(level) == 'number' then
+        return level
+    elseif type(level) ~= 'string' then
+        errno(errno.EINVAL)
+        return nil
+    elseif level == 'SOL_SOCKET' or level == 'socket' then
+        return internal.SOL_SOCKET
+    end
+    level = (level:match('IPPROTO_([A-Z]*)') or level:match('SOL_([A-Z]*)') or level):lower()
+    return protocol_number(level)
+end
+
+local function option(self, level, name, line)
+    local info = ivalue(internal.SO_OPT[level] or {}, name)
+    if info == nil then
+        located(line, format('Unknown socket option name: %s', tostring(name)))
+    end
+    return info
+end
+
+function methods.setsockopt(self, level, name, value)
+    local fd = check_socket(self)
+    level = level_number(level)
+    if level == nil then
+        return failed(self, errno(), false)
+    end
+    local info = option(self, level, name, 465)
+    if not info.rw then
+        located(469, format('Socket option %s is read only', name))
+    end
+    if type(value) == 'boolean' then
+        value = value and 1 or 0
+    end
+    return call(self, false, native.setsockopt, fd, level, info.iname, value)
+end
+
+function methods.getsockopt(self, level, name)
+    local fd = check_socket(self)
+    level = level_number(level)
+    if level == nil then
+        return failed(self, errno(), nil)
+    end
+    local info = option(self, level, name, 521)
+    if name == 'SO_LINGER' then
+        located(557, 'Use s:linger()')
+    end
+    return call(self, nil, native.getsockopt, fd, level, info.iname)
+end
+
+function methods.linger(self, active, timeout)
+    local fd = check_socket(self)
+    if active ~= nil then
+        timeout = timeout or 0
+    end
+    self._errno = nil
+    local on, seconds = native.linger(fd, active, timeout)
+    if on == nil then
+        return failed(self, seconds, nil)
+    end
+    return on, seconds
+end
+
+-- accept, read, write --------------------------------------------------------------
+
+function methods.accept(self)
+    local fd = check_socket(self)
+    self._errno = nil
+    local client_fd, from = native.accept(fd)
+    if client_fd == nil then
+        return failed(self, from, nil)
+    end
+    return make_socket(client_fd, self.itype), from
+end
+
+local TRANSIENT = {[errno.EAGAIN] = true, [errno.EWOULDBLOCK] = true, [errno.EINTR] = true}
+local FATAL = {[errno.EBADF] = true, [errno.EINVAL] = true, [errno.EOPNOTSUPP] = true,
+               [errno.ENOTSOCK] = true}
+
+local function by_limit(buffer, limit)
+    if #buffer >= limit then
+        return limit
+    end
+end
+
+local function by_delimiter(buffer, limit, delimiters)
+    if limit == 0 then
+        return 0
+    end
+    if #buffer == 0 then
+        return nil
+    end
+    local shortest
+    for _, delimiter in ipairs(delimiters) do
+        local at = find(buffer, delimiter, 1, true)
+        if at ~= nil then
+            local length = at + #delimiter - 1
+            if shortest == nil or length < shortest then
+                shortest = length
+            end
+        end
+    end
+    if shortest ~= nil and shortest <= limit then
+        return shortest
+    elseif limit <= #buffer then
+        return limit
+    end
+end
+
+local function take(self, length)
+    local buffer = self._rbuf
+    self._rbuf = sub(buffer, length + 1)
+    self._errno = nil
+    return sub(buffer, 1, length)
+end
+
+-- Read until `check` finds a whole answer in the read buffer, the peer closes
+-- (the rest of the buffer), an error (nil) or the timeout (nil, ETIMEDOUT).
+local function read(self, limit, timeout, check, extra)
+    if limit < 0 then
+        located(687, 'socket:read(): limit can not be negative')
+    end
+    limit = min(limit, LIMIT_INFINITY)
+    local fd = check_socket(self)
+    self._rbuf = self._rbuf or ''
+    local length = check(self._rbuf, limit, extra)
+    if length ~= nil then
+        return take(self, length)
+    end
+    local clock = require('fiber').clock
+    local deadline = clock() + timeout
+    repeat
+        local chunk, code = native.sysread(fd, min(limit - #self._rbuf, READAHEAD))
+        if chunk == '' then
+            return take(self, #self._rbuf)
+        elseif chunk ~= nil then
+            self._rbuf = self._rbuf .. chunk
+            length = check(self._rbuf, limit, extra)
+            if length ~= nil then
+                return take(self, length)
+            end
+        else
+            failed(self, code)
+            if not TRANSIENT[code] then
+                return nil
+            end
+        end
+    until not methods.readable(self, deadline - clock())
+    return nil
+end
+
+function methods.read(self, opts, timeout)
+    check_socket(self)
+    timeout = timeout or TIMEOUT_INFINITY
+    if type(opts) == 'number' then
+        return read(self, opts, timeout, by_limit)
+    elseif type(opts) == 'string' then
+        return read(self, LIMIT_INFINITY, timeout, by_delimiter, {opts})
+    elseif type(opts) == 'table' then
+        local chunk = opts.chunk or opts.size or LIMIT_INFINITY
+        local delimiter = opts.delimiter or opts.line
+        if delimiter == nil then
+            return read(self, chunk, timeout, by_limit)
+        elseif type(delimiter) == 'string' then
+            return read(self, chunk, timeout, by_delimiter, {delimiter})
+        elseif type(delimiter) == 'table' then
+            return read(self, chunk, timeout, by_delimiter, delimiter)
+        end
+    end
+    located(752, 'Usage: s:read(delimiter|chunk|{delimiter = x, chunk = x}, timeout)')
+end
+
+function methods.write(self, octets, timeout)
+    local fd = check_socket(self)
+    timeout = timeout or TIMEOUT_INFINITY
+    octets = tostring(octets)
+    if #octets == 0 then
+        return 0
+    end
+    local clock = require('fiber').clock
+    local deadline = clock() + timeout
+    local done = 0
+    repeat
+        local written, code = native.syswrite(fd, done == 0 and octets or sub(octets, done + 1))
+        if written == 0 then
+            return done
+        elseif written ~= nil then
+            self._errno = nil
+            done = done + written
+            if done == #octets then
+                return done
+            end
+        else
+            failed(self, code)
+            if not TRANSIENT[code] then
+                return nil
+            end
+        end
+    until not methods.writable(self, deadline - clock())
+    return nil
+end
+
+function methods.send(self, octets, flags)
+    local fd = check_socket(self)
+    local bits = iflags(internal.SEND_FLAGS, flags)
+    return call(self, nil, native.send, fd, tostring(octets), bits or 0)
+end
+
+-- the size to receive: given, 512 for a stream, the next datagram's for UDP
+local function recv_size(self, fd, size)
+    if size ~= nil then
+        return size
+    end
+    if self.itype ~= internal.SO_TYPE.SOCK_DGRAM then
+        return 512
+    end
+    return call(self, nil, native.peek_size, fd)
+end
+
+function methods.recv(self, size, flags)
+    local fd = check_socket(self)
+    local bits = iflags(internal.SEND_FLAGS, flags)
+    if bits == nil then
+        self._errno = errno.EINVAL     -- (errno() itself is left alone)
+        return nil
+    end
+    size = recv_size(self, fd, size)
+    if size == nil then
+        return nil
+    end
+    return call(self, nil, native.recv, fd, size, bits)
+end
+
+function methods.recvfrom(self, size, flags)
+    local fd = check_socket(self)
+    local bits = iflags(internal.SEND_FLAGS, flags)
+    if bits == nil then
+        self._errno = errno.EINVAL     -- (errno() itself is left alone)
+        return nil
+    end
+    size = recv_size(self, fd, size)
+    if size == nil then
+        return nil
+    end
+    return call(self, nil, native.recvfrom, fd, size, bits)
+end
+
+function methods.sendto(self, host, port, octets, flags)
+    local fd = check_socket(self)
+    local bits = iflags(internal.SEND_FLAGS, flags)
+    if bits == nil then
+        self._errno = errno.EINVAL     -- (errno() itself is left alone)
+        return nil
+    end
+    self._errno = nil
+    if octets == nil or octets == '' then
+        return true
+    end
+    return call(self, nil, native.sendto, fd, tostring(host), tostring(port),
+                tostring(octets), bits)
+end
+
+socket_mt = {
+    __index = methods,
+    __tostring = function(self)
+        local fd = check_socket(self)
+        local saved = self._errno
+        local text = format('fd %d', fd)
+        local name = methods.name(self)
+        if name ~= nil then
+            text = format('%s, aka %s:%s', text, name.host, name.port)
+        end
+        local peer = methods.peer(self)
+        if peer ~= nil then
+            text = format('%s, peer %s:%s', text, peer.host, peer.port)
+        end
+        self._errno = saved
+        return text
+    end,
+    __serialize = function(self)
+        local fd = check_socket(self)
+        return {fd = fd, peer = methods.peer(self), name = methods.name(self)}
+    end,
+}
+
+-- module functions ---------------------------------------------------------------
+
+local function socket_new(domain, kind, protocol)
+    local idomain = ivalue(internal.DOMAIN, domain)
+    if idomain == nil then
+        errno(errno.EINVAL)
+        return nil
+    end
+    local itype = ivalue(internal.SO_TYPE, kind)
+    if itype == nil then
+        errno(errno.EINVAL)
+        return nil
+    end
+    local iproto = protocol_number(protocol)
+    if iproto == nil then
+        return nil
+    end
+    local fd, code = native.new(idomain, itype, iproto)
+    if fd == nil then
+        errno(code)
+        return nil
+    end
+    return make_socket(fd, itype)
+end
+
+local function getaddrinfo(host, port, timeout, opts)
+    if type(timeout) == 'table' and opts == nil then
+        opts, timeout = timeout, TIMEOUT_INFINITY
+    elseif timeout == nil then
+        timeout = TIMEOUT_INFINITY
+    end
+    if port == nil then
+        port = 0
+    end
+    local family, kind, protocol, flags
+    if opts ~= nil then
+        if opts.type ~= nil then
+            kind = ivalue(internal.SO_TYPE, opts.type)
+            if kind == nil then
+                errno(errno.EINVAL)
+                return nil
+            end
+        end
+        if opts.family ~= nil then
+            family = ivalue(internal.DOMAIN, opts.family)
+            if family == nil then
+                errno(errno.EINVAL)
+                return nil
+            end
+        end
+        if opts.protocol ~= nil then
+            protocol = protocol_number(opts.protocol)
+            if protocol == nil then
+                return nil
+            end
+        end
+        if opts.flags ~= nil then
+            flags = iflags(internal.AI_FLAGS, opts.flags)
+            if flags == nil then
+                errno(errno.EINVAL)
+                return nil
+            end
+        end
+    end
+    local list, code = wait(blocking.getaddrinfo, host, port, timeout, family, kind,
+                            protocol, flags)
+    if list == nil then
+        errno(code)
+        return nil
+    end
+    errno(0)
+    return list
+end
+
+-- connect `s`, waiting up to `timeout` for a connection in progress
+local function connect_socket(s, host, port, timeout)
+    if s:sysconnect(host, port) then
+        return true
+    end
+    if s._errno ~= errno.EINPROGRESS then
+        return nil
+    end
+    if s:writable(timeout) then
+        s._errno = s:getsockopt('SOL_SOCKET', 'SO_ERROR')
+    end
+    if s._errno ~= 0 then
+        return nil
+    end
+    s._errno = nil
+    return true
+end
+
+local function tcp_connect(host, port, timeout)
+    if host == 'unix/' then
+        local s = socket_new('AF_UNIX', 'SOCK_STREAM', 0)
+        if s == nil then
+            return nil
+        end
+        if not connect_socket(s, host, port, timeout) then
+            local code = s._errno
+            s:close()
+            errno(code)
+            return nil
+        end
+        errno(0)
+        return s
+    end
+    local clock = require('fiber').clock
+    timeout = timeout or TIMEOUT_INFINITY
+    local stop = clock() + timeout
+    local addresses = getaddrinfo(host, port, timeout, {type = 'SOCK_STREAM',
+                                                         protocol = 'tcp'})
+    if addresses == nil or #addresses == 0 then
+        errno(errno.EINVAL)
+        return nil
+    end
+    for _, remote in ipairs(addresses) do
+        timeout = stop - clock()
+        if timeout <= 0 then
+            errno(errno.ETIMEDOUT)
+            return nil
+        end
+        local s = socket_new(remote.family, remote.type, remote.protocol)
+        if s ~= nil then
+            if connect_socket(s, remote.host, remote.port, timeout) then
+                errno(0)
+                return s
+            end
+            local code = s:errno()
+            s:close()
+            errno(code)
+        end
+    end
+    return nil
+end
+
+local function serve_client(server, client, from)
+    local fiber = require('fiber')
+    fiber.name(format('%s/%s:%s', server.name, from.host, from.port), {truncate = true})
+    local ok, err = pcall(server.handler, client, from)
+    if not is_closed(client) then
+        client:shutdown()
+        client:close()
+    end
+    if not ok then
+        error(err)
+    end
+end
+
+local function accept_loop(server, s, addr)
+    local fiber, log = require('fiber'), require('log')
+    fiber.name(format('%s/%s:%s', server.name, addr.host, addr.port), {truncate = true})
+    log.info('started')
+    while not is_closed(s) and s:readable() do
+        if is_closed(s) then
+            break
+        end
+        local client, from = s:accept()
+        if client == nil then
+            local code = s._errno
+            if not TRANSIENT[code] then
+                log.error('accept(%s) failed: %s', tostring(s), s:error())
+            end
+            if FATAL[code] then
+                break
+            end
+        else
+            fiber.create(serve_client, server, client, from)
+        end
+    end
+    log.info('stopped')
+end
+
+local function bind_address(s, addr)
+    if s:bind(addr.host, addr.port) then
+        if addr.family == 'AF_UNIX' then
+            -- close() removes the socket file bind() made, before the descriptor goes
+            s.close = function(self)
+                os.remove(addr.port)
+                return methods.close(self)
+            end
+        end
+        return true
+    end
+    if addr.family ~= 'AF_UNIX' or errno() ~= errno.EADDRINUSE then
+        return false
+    end
+    -- a unix socket file left by a dead server is replaced; a live one is not
+    local saved = errno()
+    local probe = tcp_connect(addr.host, addr.port)
+    if probe ~= nil then
+        probe:close()
+        errno(saved)
+        return false
+    end
+    if errno() ~= errno.ECONNREFUSED then
+        errno(saved)
+        return false
+    end
+    require('log').info('tcp_server: remove dead UNIX socket: %s', addr.port)
+    if not os.remove(addr.port) then
+        errno(saved)
+        return false
+    end
+    return bind_address(s, addr)
+end
+
+local function tcp_server_usage()
+    located(1112, 'Usage: socket.tcp_server(host, port, handler | opts)')
+end
+
+local function tcp_server(host, port, opts, timeout)
+    local server = {}
+    if type(opts) == 'function' then
+        server.handler = opts
+    elseif type(opts) == 'table' then
+        if type(opts.handler) ~= 'function' or
+                (opts.prepare ~= nil and type(opts.prepare) ~= 'function') then
+            tcp_server_usage()
+        end
+        for k, v in pairs(opts) do
+            server[k] = v
+        end
+    else
+        tcp_server_usage()
+    end
+    server.name = server.name or 'server'
+    timeout = timeout and tonumber(timeout) or TIMEOUT_INFINITY
+    local addresses
+    if host == 'unix/' then
+        addresses = {{host = host, port = port, family = 'AF_UNIX', protocol = 0,
+                      type = 'SOCK_STREAM'}}
+    else
+        addresses = getaddrinfo(host, port, timeout, {type = 'SOCK_STREAM',
+                                                      flags = 'AI_PASSIVE'})
+        if addresses == nil then
+            return nil
+        end
+    end
+    for _, addr in ipairs(addresses) do
+        local s = socket_new(addr.family, addr.type, addr.protocol)
+        if s ~= nil then
+            local backlog
+            if server.prepare then
+                backlog = server.prepare(s)
+            else
+                s:setsockopt('SOL_SOCKET', 'SO_REUSEADDR', 1)
+            end
+            if not bind_address(s, addr) or not s:listen(backlog) then
+                local code = errno()
+                methods.close(s)
+                errno(code)
+                return nil
+            end
+            require('fiber').create(accept_loop, server, s, addr)
+            return s, addr
+        end
+    end
+    errno(errno.EAFNOSUPPORT)
+    return nil
+end
+
+-- socket.iowait(fd, events[, timeout]): wait on any descriptor; events are 1, 2, 3
+-- or 'R', 'W', 'RW' (either case), answered in the same form
+local EVENT_BITS = {R = 1, W = 2, RW = 3, WR = 3}
+local function socket_iowait(fd, events, timeout)
+    if fd == nil or events == nil or (type(events) ~= 'number'
+            and EVENT_BITS[tostring(events):upper()] == nil) then
+        error('Usage: iowait(fd, 1 | \'r\' | 2 | \'w\' | 3 | \'rw\' [, timeout])', 2)
+    end
+    local bits = type(events) == 'number' and events or EVENT_BITS[events:upper()]
+    local ready = wait(blocking.iowait_fd, tonumber(fd), bits, timeout or TIMEOUT_INFINITY)
+    if type(events) == 'number' then
+        return ready
+    end
+    return (bit.band(ready, 1) ~= 0 and 'R' or '') .. (bit.band(ready, 2) ~= 0 and 'W' or '')
+end
+
+return setmetatable({
+    getaddrinfo = getaddrinfo,
+    tcp_connect = tcp_connect,
+    tcp_server = tcp_server,
+    iowait = socket_iowait,
+    internal = internal,
+}, {
+    __call = function(_, ...) return socket_new(...) end,
+})
