@@ -23,6 +23,9 @@ MODULES: list[tuple[str, str, bool]] = [
     ("tap", ".tap:build", False),
     ("pickle", ".pickle:build", False),
     ("strict", ".strict:build", False),
+    ("tarantool", ".tarantool:build", False),
+    ("title", ".title:build", False),
+    ("help", ".help:build", False),
     ("box", ".box:build", True),
     ("net.box", ".netbox:build", False),
 ]

@@ -56,3 +56,52 @@ def test_pickle_as_tarantool(tmp_path):
 
 def test_strict_as_tarantool(tmp_path):
     assert_same_output(STRICT, tmp_path, min_lines=6)
+
+TITLE = r"""
+local title = require('title')
+show('keys', function() return title end)
+title.update{script_name = 'scr', custom_title = 'ct', interpretor_name = 'int'}
+show('parts', title.get)
+title.update{status = 'running'}
+show('status', title.get)
+title.update{custom_title = ''}
+show('cleared', title.get)
+title.update('abc')
+show('string', title.get)
+show('number', title.update, 5)
+"""
+
+TARANTOOL = r"""
+local tt = require('tarantool')
+local keys = {}
+for k, v in pairs(tt) do keys[#keys + 1] = k .. ':' .. type(v) end
+table.sort(keys)
+show('keys', table.concat, keys, ' ')
+local build = {}
+for k, v in pairs(tt.build) do build[#build + 1] = k .. ':' .. type(v) end
+table.sort(build)
+show('build', table.concat, build, ' ')
+show('version', function() return tt.version == _TARANTOOL, tt.version:match('^2%.6%.0%-') ~= nil end)
+show('uptime', function() return type(tt.uptime()), tt.uptime() >= 0, tt.pid() > 0 end)
+show('help', function() return type(help), type(tutorial), type(help()), type(help()[1]) end)
+show('help text', function() return help()[1]:match('^[^\n]*') end)
+show('help module', function()
+    return type(require('help').help), type(require('help.en_US').help),
+           type(require('help.en_US').tutorial)
+end)
+show('tutorial', function()
+    return tutorial():match('^Tutorial %-%- Screen #1'), tutorial('next'):match('Screen #2'),
+           tutorial('prev'):match('Screen #1'), tutorial(-5):match('Screen #1')
+end)
+"""
+
+
+def test_title_as_tarantool(tmp_path):
+    assert_same_output(TITLE, tmp_path, min_lines=6)
+
+
+def test_tarantool_and_help_as_tarantool(tmp_path):
+    """Same keys and kinds; the version names Spindle's build of 2.6.0."""
+    lines = assert_same_output(TARANTOOL, tmp_path, min_lines=7)
+    assert "keys | true | str:build:table package:string pid:function uptime:function " \
+           "version:string" in lines
