@@ -20,6 +20,10 @@ from .render import render_values
 from .serialize import NULL, SerializeError, display_table
 
 OUTPUT_FORMATS = ("yaml", "lua", "table")
+WIRE_FORMATS = ("yaml", "lua")    # a console socket: table output is the client's to draw
+CONSOLE_KEY = "console"           # fiber.storage: the console a statement belongs to
+                                  # (modules/console.py names it too, not to import this)
+NETBOX_DELIMITER = "$EOF$"        # what net.box's console connections delimit lines with
 
 HELP = """\
 To get help, see the Tarantool manual at https://tarantool.io/en/doc/
@@ -35,6 +39,20 @@ Available backslash commands:
                                 value in place until Ctrl-C (or <n> times); without a
                                 terminal, print each value, until the next input line
                                 or end of input (or <n> times)
+  \\help                      -- show this screen
+  \\quit                      -- quit interactive console
+"""
+
+# 2.6.0's \\help text, which a console socket answers with (as a YAML value)
+WIRE_HELP = """\
+To get help, see the Tarantool manual at https://tarantool.io/en/doc/
+To start the interactive Tarantool tutorial, type 'tutorial()' here.
+
+Available backslash commands:
+
+  \\set language <language>   -- set language (lua or sql)
+  \\set output <format>       -- set output format (lua[,line|block] or yaml)
+  \\set delimiter <delimiter> -- set expression delimiter
   \\help                      -- show this screen
   \\quit                      -- quit interactive console
 """
@@ -66,13 +84,23 @@ class Reply:
 
 
 class ConsoleEngine:
-    def __init__(self, instance: Instance):
+    """One console's state (output format, delimiter, language) and its evaluator.
+    `wire`: a session served over a socket (console.listen, console.eval), which
+    answers as 2.6.0's console does on the wire: no table output, no \\watch, help
+    as a YAML value. `remote`: set by console.connect, the peer every line goes to."""
+
+    def __init__(self, instance: Instance, wire: bool = False):
         self.instance = instance
         self.runtime = instance.runtime
         self.sched = instance.sched
+        self.wire = wire
         self.output = "yaml"
         self.output_opts = ""      # "line" or "block" for \set output lua,<opts>
         self.delimiter = ""
+        self.language = "lua"
+        self.remote = None
+        # what a statement's fiber carries (its session, this console) in fiber.storage
+        self.statement_storage: dict[str, Any] = {CONSOLE_KEY: self}
         self._statement = None     # the fiber running the current statement
         self._last_error: BaseException | None = None   # box.error.last() between them
         self._protect = self.runtime.load(_PROTECT, _PROTECT_NAME)()
@@ -98,19 +126,22 @@ class ConsoleEngine:
 
     def execute(self, text: str) -> Reply:
         """Run one complete chunk in a fresh fiber and wait for it (call from a fiber)."""
+        if self.remote is not None:
+            return self.remote.execute(self, text)   # console.connect: the peer answers
         stripped = text.strip()
         if stripped.startswith("\\"):
             return self._command(stripped)
         if self.delimiter and stripped.endswith(self.delimiter):
             text = stripped[: -len(self.delimiter)]
         fiber = self.sched.spawn(self._evaluate, text, name="console", start=False)
+        fiber.storage.update(self.statement_storage)
         fiber.storage["txn_key"] = self
         fiber.set_joinable(True)
-        self._statement = fiber
+        previous, self._statement = self._statement, fiber   # console.eval nests
         try:
             ok, result = fiber.join()
         finally:
-            self._statement = None
+            self._statement = previous
         if not ok:
             if isinstance(result, ExitRequested):
                 raise result     # os.exit(): the console ends with the process, silently
@@ -189,23 +220,32 @@ class ConsoleEngine:
     # ------------------------------------------------------------- commands
 
     def _command(self, line: str) -> Reply:
+        """A backslash command, parsed as 2.6.0's console parses it: words split on
+        blanks, abbreviations (\\s o lua), words past the value ignored."""
         words = line[1:].split()
         if not words:
-            return self._reply(error="Invalid command")
-        name, rest = words[0], words[1:]
-        if name == "watch":
+            return self._help()
+        name = words[0]
+        if name == "watch" and not self.wire:
             return self._watch(line)
         if name in ("quit", "q"):
             return Reply(quit=True)
-        if name in ("help", "h", "?"):
-            return Reply(text=HELP)
-        if name == "set" and len(rest) == 2:
-            return self._set(rest[0], rest[1])
-        if name == "set" and len(rest) == 1 and rest[0] == "delimiter":
-            self.delimiter = ""
-            return self._reply()
-        return self._reply(error="Invalid command \\" + " ".join(words) +
+        if name in ("help", "h") or (name == "?" and not self.wire):
+            return self._help()
+        if name in ("set", "s"):
+            if len(words) < 2:
+                return self._reply(error="Invalid set syntax, type \\help for help")
+            handler = _SET_HANDLERS.get(words[1])
+            if handler is None:
+                return self._reply(error="Unknown parameter: " + words[1])
+            return getattr(self, handler)(words[2] if len(words) > 2 else None)
+        return self._reply(error="Invalid command \\" + line[1:] +
                            ". Type \\help for help.")
+
+    def _help(self) -> Reply:
+        if self.wire:
+            return self._reply(values=[[WIRE_HELP]])   # help() is a list of texts
+        return Reply(text=HELP)
 
     def _watch(self, line: str) -> Reply:
         """Check a `\\watch` line; the front end runs the watch itself."""
@@ -248,25 +288,45 @@ class ConsoleEngine:
         except LuaError as exc:
             return exc.message
 
-    def _set(self, option: str, value: str) -> Reply:
-        if option == "output":
-            fmt, _, opts = value.partition(",")
-            if fmt not in OUTPUT_FORMATS:
-                return self._reply(error="Unknown output format: " + value)
-            self.output = fmt
-            self.output_opts = opts if fmt == "lua" else ""
+    def _set_output(self, value: str | None) -> Reply:
+        if value is None:
+            return self._reply(error="Specify output format: lua or yaml.")
+        parts = re.match(r"([^,]+),([^,]+)", value)
+        fmt, opts = (parts.group(1), parts.group(2)) if parts else (value, None)
+        if fmt not in (WIRE_FORMATS if self.wire else OUTPUT_FORMATS):
+            return self._reply(error=f'Invalid format "{value}", supported languages: '
+                                     "lua and yaml.")
+        if fmt == "lua" and opts is not None and opts not in ("line", "block"):
+            return self._reply(error=f'Wrong option "{opts}", expecting: line or block.')
+        self.output = fmt
+        self.output_opts = (opts or "") if fmt == "lua" else ""
+        return self._reply(values=[True])
+
+    def _set_language(self, value: str | None) -> Reply:
+        if value is None:
+            return self._reply(values=[{"language": self.language}])
+        if value == "lua":
+            self.language = value
             return self._reply(values=[True])
-        if option == "language":
-            if value == "lua":
-                return self._reply(values=[True])
-            if value == "sql":
-                return self._reply(error="SQL is not supported by Spindle: "
-                                   "only Lua can be used in this console")
-            return self._reply(error="Unknown language: " + value)
-        if option == "delimiter":
-            self.delimiter = value
-            return self._reply()
-        return self._reply(error="Invalid command \\set " + option)
+        if value == "sql":
+            return self._reply(error="SQL is not supported by Spindle: "
+                               "only Lua can be used in this console")
+        return self._reply(error=f'Invalid language "{value}", supported languages: '
+                                 "lua and sql.")
+
+    def _set_delimiter(self, value: str | None) -> Reply:
+        if self.delimiter == NETBOX_DELIMITER:
+            # net.box's console connection reads replies by this delimiter
+            return self._reply(error="Can not install delimiter for net box sessions")
+        self.delimiter = value or ""
+        return self._reply()
+
+
+_SET_HANDLERS = {
+    "output": "_set_output", "o": "_set_output",
+    "language": "_set_language", "lang": "_set_language", "l": "_set_language",
+    "delimiter": "_set_delimiter", "delim": "_set_delimiter", "d": "_set_delimiter",
+}
 
 
 # Runs a console chunk under pcall (the console shows an error as the value raised)

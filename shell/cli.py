@@ -8,6 +8,7 @@ The command line is `tarantool`'s (2.6.0's getopt "+hVvie:l:"):
     spindle -e CODE -l NAME [-i] run Lua / require NAME into a global, in order, then
                                  the script (or standard input), then (with -i) the console
     spindle cat FILE...          print .xlog/.snap rows, like `tarantoolctl cat`
+    spindle connect URI          this console on another instance (console or binary port)
     spindle demo [--dir DIR]     a local three-instance replica set, console on the first
     spindle spark SQL --dir DIR  Spark SQL over the views `xlog` and `snap` of a data dir
 
@@ -43,12 +44,14 @@ standard input is run as a script (with -i: read as console lines).
   --                    stop handling options
   -                     execute standard input and stop handling options
 
-commands: spindle cat --help, spindle demo --help, spindle spark --help
+commands: spindle cat --help, spindle connect --help, spindle demo --help,
+          spindle spark --help
 """
 
 # `spindle NAME ARGS...`: NAME -> "module:function", called with ARGS, returns the exit code.
 SUBCOMMANDS = {
     "cat": "spindle.shell.cat:main",
+    "connect": "spindle.shell.connect:main",
     "demo": "spindle.shell.demo:main",
     "spark": "spindle.shell.spark_cli:main",
 }

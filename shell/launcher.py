@@ -30,12 +30,15 @@ COLLECTOR_THRESHOLDS = (20_000, 20, 20)
 
 class Launcher:
     def __init__(self, script: str | None, script_args: list[str],
-                 actions: list[tuple[str, str]], interactive: bool, from_stdin: bool = False):
+                 actions: list[tuple[str, str]], interactive: bool, from_stdin: bool = False,
+                 connect_uri: str | None = None):
         gc.set_threshold(*COLLECTOR_THRESHOLDS)
         self.script, self.script_args = script, script_args
         self.actions, self.interactive = actions, interactive
         self.from_stdin = from_stdin
+        self.connect_uri = connect_uri      # `spindle connect URI`: the console's peer
         self.instance = Instance()
+        self.instance.console_frontend = self._run_console   # console.start()
         self.sched = self.instance.sched
         self._recovery_bar = RecoveryBar()
         storage = self.instance.storage
@@ -103,9 +106,22 @@ class Launcher:
         # Imported here: a script that never enters the console starts without them
         # (the console engine brings the YAML renderer, the link concurrent.futures).
         from spindle.lua.console import ConsoleEngine
+        engine = ConsoleEngine(self.instance)
+        if self.connect_uri is not None:
+            engine.end_with_remote = True     # the peer gone, nothing is left to do
+            try:
+                self.instance.console.connect_engine(engine, self.connect_uri)
+            except BoxError as exc:   # said as tarantoolctl connect says it
+                print(exc.message)
+                self.instance.exit_code = 1
+                return
+        self._run_console(engine)
 
+    def _run_console(self, engine) -> None:
+        """The console's front end on this terminal (or pipe) for `engine`, until
+        the user leaves it; the calling fiber serves its statements."""
         from .link import TxLink
-        link = TxLink(ConsoleEngine(self.instance))
+        link = TxLink(engine)
         if sys.stdin.isatty() and os.environ.get("SPINDLE_PLAIN_CONSOLE") != "1":
             from .repl import run_repl as frontend
         else:

@@ -57,10 +57,16 @@ def make_session(link: TxLink) -> PromptSession:
     def is_complete(text: str) -> bool:
         return link.call(engine.is_complete, text, timeout=IS_COMPLETE_TIMEOUT)
 
-    cont = continuation_prompt()
+    def prompt() -> str:
+        # after console.connect (or `spindle connect`) the prompt names the peer, as
+        # Tarantool's does; a plain attribute read, no Lua
+        remote = engine.remote
+        return f"{remote.prompt}> " if remote is not None else PROMPT
+
     return PromptSession(
-        message=PROMPT,
-        prompt_continuation=lambda width, line_number, wrap_count: cont,
+        message=prompt,
+        prompt_continuation=lambda width, line_number, wrap_count:
+            continuation_prompt(prompt()),
         multiline=True,   # Enter is ours: keys.py decides between accept and newline
         key_bindings=console_bindings(is_complete),
         history=open_history(),
@@ -119,6 +125,9 @@ def _loop(link: TxLink, session: PromptSession, out: ConsoleStdout) -> None:
         except BaseException:   # noqa: BLE001 - the console fiber was killed (os.exit)
             return
         if reply.quit:
+            if reply.text:    # why it ends (the peer of console.connect went away)
+                out.write(reply.text + "\n")
+                out.drain()
             return
         if reply.watch is not None:
             from .watch import CONSOLE_OVER, watch_live

@@ -27,6 +27,7 @@ MODULES: list[tuple[str, str, bool]] = [
     ("title", ".title:build", False),
     ("help", ".help:build", False),
     ("box", ".box:build", True),
+    ("console", ".console:build", False),
     ("net.box", ".netbox:build", False),
 ]
 
