@@ -26,6 +26,7 @@ MODULES: list[tuple[str, str, bool]] = [
     ("tarantool", ".tarantool:build", False),
     ("title", ".title:build", False),
     ("help", ".help:build", False),
+    ("utf8", ".utf8:build", True),
     ("box", ".box:build", True),
     ("console", ".console:build", False),
     ("net.box", ".netbox:build", False),

@@ -105,3 +105,66 @@ def test_tarantool_and_help_as_tarantool(tmp_path):
     lines = assert_same_output(TARANTOOL, tmp_path, min_lines=7)
     assert "keys | true | str:build:table package:string pid:function uptime:function " \
            "version:string" in lines
+
+UTF8 = r"""
+local utf8 = require('utf8')
+show('global', function() return utf8 == _G.utf8 end)
+show('keys', function() return utf8 end)
+show('len', function()
+    return utf8.len('привет'), utf8.len('abc'), utf8.len(''), utf8.len('привет', 3),
+           utf8.len('привет', 1, 4), utf8.len('привет', -4), utf8.len('привет', 13), utf8.len(5)
+end)
+show('len bad byte', utf8.len, 'a\xffb')
+show('len continuation', utf8.len, 'привет', 2)
+show('len truncated', utf8.len, 'ab\xd0', 1)
+for _, args in ipairs({{0}, {14}, {1, 100}, {-100}}) do
+    show('len out ' .. args[1], utf8.len, 'привет', unpack(args))
+end
+show('len table', utf8.len, {})
+show('len none', utf8.len)
+show('len bad i', utf8.len, 'abc', 'x')
+show('upper lower', function()
+    return utf8.upper('привет Straße'), utf8.lower('ПРИВЕТ ÀB'), utf8.upper('ǅ'), utf8.lower('İ'),
+           utf8.upper(5), utf8.lower(''), utf8.upper('\xff')
+end)
+show('upper nil', utf8.upper, nil)
+show('char', utf8.char, 72, 1087, 0x1F600)
+show('char odd', function() return utf8.char(-1), utf8.char('65'), utf8.char(0x110000) end)
+show('char none', utf8.char)
+show('char string', utf8.char, 'a')
+show('sub', function()
+    return utf8.sub('привет', 2, 3), utf8.sub('привет', -2), utf8.sub('привет', 3),
+           utf8.sub('привет', 0), utf8.sub('abc', 5), utf8.sub('привет', 2, -2),
+           utf8.sub('привет', -100, 2), utf8.sub('привет', 4, 2), utf8.sub('a\xffb', 1, 2)
+end)
+show('sub usage', utf8.sub, 'abc')
+show('sub bad', utf8.sub, 'abc', 'x')
+for _, pos in ipairs({1, 2, 3, 0, 20, -2}) do show('next ' .. pos, utf8.next, 'привет', pos) end
+show('next default', utf8.next, 'привет')
+show('next bad byte', utf8.next, 'a\xffb', 2)
+show('next empty', utf8.next, '')
+show('next usage', utf8.next)
+show('next bad', utf8.next, 'a', 'x')
+show('classes', function()
+    return utf8.isalpha('ж'), utf8.isalpha('1'), utf8.isdigit('5'), utf8.isdigit(1087),
+           utf8.islower('ж'), utf8.isupper('Ж'), utf8.isalpha(1087), utf8.isalpha('ab'),
+           utf8.isalpha(''), utf8.isdigit('٣'), utf8.isupper('a'), utf8.islower(65),
+           utf8.isalpha('_')
+end)
+show('class table', utf8.isalpha, {})
+show('class usage', utf8.isalpha)
+show('cmp', function()
+    return utf8.cmp('a', 'b'), utf8.cmp('b', 'a'), utf8.cmp('a', 'a'), utf8.cmp('а', 'б'),
+           utf8.cmp('a', 'c'), utf8.cmp('ab', 'a'), utf8.cmp('A', 'a'), utf8.cmp('ß', 'ss')
+end)
+show('casecmp', function()
+    return utf8.casecmp('A', 'a'), utf8.casecmp('ä', 'Ä'), utf8.casecmp('a', 'C'),
+           utf8.casecmp('ß', 'SS'), utf8.casecmp(1, 2)
+end)
+show('cmp usage', utf8.cmp, 'a')
+show('cmp table', utf8.cmp, {}, 'a')
+"""
+
+
+def test_utf8_as_tarantool(tmp_path):
+    assert_same_output(UTF8, tmp_path, min_lines=35)
