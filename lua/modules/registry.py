@@ -19,6 +19,7 @@ MODULES: list[tuple[str, str, bool]] = [
     ("fio", ".fio:build", False),
     ("pwd", ".pwd:build", False),
     ("socket", ".socket:build", False),
+    ("popen", ".popen:build", False),
     ("fun", ".fun:build", False),
     ("tap", ".tap:build", False),
     ("pickle", ".pickle:build", False),
