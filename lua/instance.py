@@ -51,7 +51,8 @@ class Instance:
 
     def _install_extra_modules(self) -> None:
         """Serializer modules (json, yaml, msgpack, uuid) and the box table."""
-        from .modules import registry
+        from .modules import extensions, registry
+        extensions.install(self.runtime)   # 2.6.0's string/table/os/debug additions
         registry.install(self)
         from . import listen
         listen.install(self)          # box.cfg.listen, the IPROTO executor, box.session
