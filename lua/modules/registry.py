@@ -28,6 +28,7 @@ MODULES: list[tuple[str, str, bool]] = [
     ("title", ".title:build", False),
     ("help", ".help:build", False),
     ("utf8", ".utf8:build", True),
+    ("uri", ".uri:build", False),
     ("box", ".box:build", True),
     ("console", ".console:build", False),
     ("net.box", ".netbox:build", False),

@@ -168,3 +168,41 @@ show('cmp table', utf8.cmp, {}, 'a')
 
 def test_utf8_as_tarantool(tmp_path):
     assert_same_output(UTF8, tmp_path, min_lines=35)
+
+URI = r"""
+local uri = require('uri')
+show('keys', function() return uri end)
+for _, s in ipairs{'localhost', '3301', 'localhost:3301', 'user:pass@host:3301', 'unix/:/tmp/sock',
+        '/tmp/sock', 'http://user@www.example.com:8080/path/to/file?q=1&b=2#frag', 'scheme://host',
+        'https://[::1]:443/x', 'login@host', 'guest@unix/:/tmp/s', '', '::1', '[::1]', 'host:port',
+        ':3301', 'a b', 'http://a.b/c?x=1&x=2&y', 'file:///etc/passwd', '*:3301', 'mailto:x@y.z',
+        '127.0.0.1:3301', 'http://127.0.0.1', 'user@[::1]:80', '1.2.3', 'host/path', 'host:3301/path',
+        'host?q', 'host#f', 'http://host/', 'http://:80', 'http://user:@host', 'http://@host',
+        'my-host.example_1:1', 'h:65536', 'h:a1', 'a:b:c', 'x@y@z', './sock', 'unix/:./sock', 'unix/',
+        'unix/:', '~/sock', 'http://h:1?x', 'http://h/p#', 'http://h/p?', 'h:1#x',
+        'ftp://u:p@[fe80::1%eth0]:21/d', '[::ffff:1.2.3.4]:5', 'http://ho%20st/', 'h%41', '/',
+        'a/b:c', 'http://a/b;c', 'сайт.рф'} do
+    show('parse ' .. s, uri.parse, s)
+end
+show('parse none', uri.parse)
+show('parse number', uri.parse, 5)
+show('parse table', uri.parse, {})
+show('format', function()
+    return uri.format(uri.parse('user:pass@host:3301')), uri.format(uri.parse('user:pass@host:3301'), true),
+           uri.format({host = 'h', service = '1', scheme = 'http', path = '/p', query = 'a=1',
+                       fragment = 'f', login = 'l', password = 'p'}, true),
+           uri.format({host = 'unix/', service = '/tmp/s'}), uri.format({}), uri.format('abc'),
+           uri.format(uri.parse('[::1]:1')), uri.format({host = 'h', password = 'p'}, true),
+           uri.format({login = 'l', password = 'p'}, true), uri.format({service = '1'}),
+           uri.format({host = 'h', path = 'p'}), uri.format({scheme = 's'}),
+           uri.format({path = '/p', query = 'q', fragment = 'f'}), uri.format({scheme = 's', host = 'h', login = 'l'})
+end)
+show('format none', uri.format)
+show('format number', uri.format, 5)
+show('format number field', uri.format, {host = 5})
+show('format table field', uri.format, {host = {}})
+"""
+
+
+def test_uri_as_tarantool(tmp_path):
+    assert_same_output(URI, tmp_path, min_lines=60)
