@@ -20,6 +20,7 @@ from spindle.core.fiber.coio import run_in_thread
 from spindle.core.iproto.errors import BoxError
 
 from ..runtime import Multi, read_source
+from .errno import set_errno
 
 # O_LARGEFILE is 0 in a 64-bit glibc's headers (off_t is already 64 bits); Python
 # reports the kernel's bit, which 2.6.0 does not show.
@@ -123,7 +124,9 @@ _CALLS = {
 
 
 class FioModule:
-    def __init__(self, runtime):
+    def __init__(self, instance):
+        runtime = instance.runtime
+        self.instance = instance
         self.runtime = runtime
         self.sched = runtime.sched
         blocking = {name: self._call(fn, shape) for name, (fn, shape) in _CALLS.items()}
@@ -143,8 +146,12 @@ class FioModule:
                                 runtime.to_lua(constants()))
 
     def _call(self, fn, shape):
-        runtime, sched = self.runtime, self.sched
+        runtime, sched, instance = self.runtime, self.sched, self.instance
         to_lua = runtime.to_lua
+
+        def failed(code: int):
+            set_errno(instance, code)       # errno() after a failed call, as in 2.6.0
+            return Multi((None, runtime.error_to_lua(system_error(OSError(code, "")))))
 
         def call(*args):
             # Lua numbers arrive as floats; the os calls want whole ones as ints
@@ -152,12 +159,11 @@ class FioModule:
             try:
                 result = run_in_thread(sched, fn, *args)
             except OSError as exc:
-                return Multi((None, runtime.error_to_lua(system_error(exc))))
+                return failed(exc.errno or errno.EIO)
             except ValueError:
                 # Python refuses a negative descriptor (a closed handle's -1)
                 # before the system call would have said EBADF
-                return Multi((None, runtime.error_to_lua(
-                    system_error(OSError(errno.EBADF, "")))))
+                return failed(errno.EBADF)
             if shape is not None:
                 result = shape(result)
             return result if type(result) in (bytes, int, bool) else to_lua(result)
@@ -214,4 +220,4 @@ def system_error(exc: OSError) -> BoxError:
 
 
 def build(instance):
-    return FioModule(instance.runtime).lua_module
+    return FioModule(instance).lua_module

@@ -298,6 +298,15 @@ show('collected', function()
     return fio.open('d/g') ~= nil
 end)
 show('last error', function() fio.stat('d/none') return tostring(box.error.last()) end)
+show('errno', function()
+    local errno = require('errno')
+    local out = {}
+    fio.stat('d/none') out[#out + 1] = errno()
+    fio.open('d', {'O_WRONLY'}) out[#out + 1] = errno()
+    fio.mkdir('d') out[#out + 1] = errno()
+    fio.listdir('d/none') out[#out + 1] = errno()
+    return unpack(out)
+end)
 """, tmp_path)
 
 
