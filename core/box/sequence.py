@@ -416,6 +416,7 @@ def check_sequence_part(index_def: Any, fieldno: int, path: str | None,
 def handle_sequence(space: "Space", stmt: "Statement") -> None:
     """request_handle_sequence(), for a statement of a space with a sequence."""
     request = stmt.request
+    assert request is not None       # (execute()'s statements carry one)
     rtype = request.type
     if rtype != _INSERT and rtype != _REPLACE:
         return

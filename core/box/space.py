@@ -442,8 +442,8 @@ class Space:
             self.undo(displaced, new)
             return self.txns.execute(self, PutRequest(rtype, self.id, tup))
         row = None if self.is_temporary else put_row(rtype, self.id, data, self.group_id)
-        txn.statements.append(Statement(self, PutRequest(rtype, self.id, tup), displaced,
-                                        new, data, row))
+        # no request: only execute() reads one, and this statement is done with it
+        txn.statements.append(Statement(self, None, displaced, new, data, row))
         return new
 
     def delete(self, key: Any, index_id: int = 0) -> tuple | None:
@@ -515,6 +515,7 @@ class Space:
         if len(self.before_replace):
             self._run_before_replace(stmt)
         request = stmt.request
+        assert request is not None       # (execute()'s statements carry one)
         rtype = request.type
         if self.engine == "blackhole":
             return self._execute_blackhole(stmt)
@@ -589,6 +590,7 @@ class Space:
     def _rebind(self, stmt: Statement, found: tuple) -> None:
         """request_rebind_to_primary_key(): log secondary-key requests by primary key."""
         request = stmt.request
+        assert request is not None       # (execute()'s statements carry one)
         if request.index_id != 0:
             pk = self.primary
             assert pk is not None   # a tuple was found: the space has its primary index
@@ -599,6 +601,7 @@ class Space:
 
     def _execute_upsert(self, stmt: Statement) -> None:
         request = stmt.request
+        assert request is not None       # (execute()'s statements carry one)
         tup = self.validate_tuple(request.tuple)
         pk = self._unique_index(0)
         old = pk.find(pk.key_def.extract_key(tup))
@@ -622,6 +625,7 @@ class Space:
 
     def _execute_blackhole(self, stmt: Statement) -> Any:
         request = stmt.request
+        assert request is not None       # (execute()'s statements carry one)
         if request.type not in (IprotoType.INSERT, IprotoType.REPLACE):
             raise ClientError(ErrorCode.ER_UNSUPPORTED, "Blackhole",
                               f"{IprotoType(request.type).name.lower()}()")
@@ -694,6 +698,7 @@ class Space:
         """space_before_replace(): compute old/new, run the triggers, rewrite the request
         if they changed the result."""
         request = stmt.request
+        assert request is not None       # (execute()'s statements carry one)
         rtype = request.type
         pk = self.primary
         old = None

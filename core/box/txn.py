@@ -96,7 +96,8 @@ class Statement:
 
     __slots__ = ("space", "old_tuple", "new_tuple", "request", "row", "tuple_data")
 
-    def __init__(self, space: Any, request: DmlRequest | PutRequest, old_tuple: Any = None,
+    def __init__(self, space: Any, request: DmlRequest | PutRequest | None,
+                 old_tuple: Any = None,
                  new_tuple: Any = None, tuple_data: bytes | None = None,
                  row: XRow | None = None):
         self.space = space
@@ -109,7 +110,9 @@ class Statement:
         self.tuple_data = tuple_data
 
     def __repr__(self) -> str:
-        return (f"Statement({OP_NAMES.get(self.request.type, self.request.type)} "
+        # (no request: Space.put_in_txn's, whose row says what it did)
+        rtype = self.request.type if self.request is not None else getattr(self.row, "type", 0)
+        return (f"Statement({OP_NAMES.get(rtype, rtype)} "
                 f"{getattr(self.space, 'name', '?')}: {self.old_tuple!r} -> {self.new_tuple!r})")
 
     def undo(self) -> None:
@@ -319,14 +322,16 @@ class TxnManager:
         txn.depth += 1
         try:
             result = space.execute_stmt(stmt)
+            # (stmt.request: a before_replace trigger may have changed it)
+            done = stmt.request
+            assert done is not None
             # done: the statement's redo row (none for the rows a replicated
             # transaction applies: they are logged as they came), then on_replace
             if not space.is_temporary and not (txn.replicated and txn.depth == 1):
-                # (stmt.request: a before_replace trigger may have changed it)
-                stmt.row = request_row(stmt.request, space.group_id, stmt.tuple_data)
+                stmt.row = request_row(done, space.group_id, stmt.tuple_data)
             if len(space.on_replace) and (stmt.old_tuple is not None
                                           or stmt.new_tuple is not None):
-                op = OP_NAMES.get(stmt.request.type, str(stmt.request.type))
+                op = OP_NAMES.get(done.type, str(done.type))
                 space.on_replace.run(stmt.old_tuple, stmt.new_tuple, space.name, op)
         except BaseException:
             txn.depth -= 1

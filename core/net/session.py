@@ -71,6 +71,12 @@ class Session:
         self.id = next_session_id() if session_id is None else session_id
         self.peer = peer
         self.user = user                 # the authenticated user (AUTH changes it)
+        # su frames of users other than admin open in this session's fibers, and
+        # whether every fiber of it surely runs as admin: the per-statement access
+        # check of box.space's natives reads this one flag for the admin's sessions
+        # (a frame a killed fiber never closed only keeps the check on)
+        self._other_su_frames = 0
+        self.admin_only = user.id == ADMIN.id
         self.salt = b""                  # the greeting salt AUTH is checked against
         self.storage: dict = {}          # box.session.storage
         self.closed = False
@@ -112,12 +118,19 @@ class Session:
         stack = self._su_stack(create=True)
         assert stack is not None   # create=True makes one
         stack.append(user)
+        if user.id != ADMIN.id:
+            self._other_su_frames += 1
+            self.admin_only = False
 
     def pop_user(self) -> SessionUser:
         stack = self._su_stack()
         if not stack:
             raise RuntimeError("su stack is empty")
-        return stack.pop()
+        user = stack.pop()
+        if user.id != ADMIN.id:
+            self._other_su_frames -= 1
+            self.admin_only = self.user.id == ADMIN.id and not self._other_su_frames
+        return user
 
     @contextlib.contextmanager
     def su(self, user: SessionUser) -> Iterator[SessionUser]:
@@ -131,6 +144,7 @@ class Session:
     def set_user(self, user: SessionUser) -> None:
         """Credentials reset after a successful AUTH."""
         self.user = SessionUser(user.id, user.name)
+        self.admin_only = user.id == ADMIN.id and not self._other_su_frames
 
     # ------------------------------------------------------------- requests
 

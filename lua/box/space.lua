@@ -132,8 +132,10 @@ local txn_hint = {open = false}
 -- not a bridge, that does the statement, or answers false having done nothing when
 -- no transaction is open (an error comes back as (false, error)). Otherwise, and
 -- then, the statement goes through wait(): the autocommit waits for the WAL.
--- true when the stored tuple is the fields given, else that tuple.
-local function put_call(name, sid, ...)
+-- The stored tuple comes back as `fields` (nil: a new table of the arguments) when
+-- it is the fields given, else as itself. (One function, not two: a Lua call per
+-- statement is measurable here.)
+local function put_fields(name, fields, sid, ...)
     local result
     if txn_hint.open or not co_isyieldable() then
         local err
@@ -147,13 +149,8 @@ local function put_call(name, sid, ...)
     else
         result = wait(blocking[name], sid, ...)
     end
-    return result
-end
-
-local function put_fields(name, sid, ...)
-    local result = put_call(name, sid, ...)
     if result == true then
-        return {...}
+        return fields or {...}
     end
     return result
 end
@@ -203,7 +200,7 @@ local function put(name, fields_name, sid, t)
     end
     dml_epoch = dml_epoch + 1
     if not has_null then
-        return put_fields(fields_name, sid, unpack(t, 1, n))
+        return put_fields(fields_name, nil, sid, unpack(t, 1, n))
     end
     -- box.NULL travels as a nil argument (None in Python); a stored tuple that is
     -- the fields given comes back as a copy of them (box.NULL kept)
@@ -215,11 +212,7 @@ local function put(name, fields_name, sid, t)
             args[i] = v
         end
     end
-    local result = put_call(fields_name, sid, unpack(args, 1, n))
-    if result == true then
-        return fields
-    end
-    return result
+    return put_fields(fields_name, fields, sid, unpack(args, 1, n))
 end
 
 -- index objects ---------------------------------------------------------------------

@@ -276,3 +276,24 @@ def test_replication_requests_go_to_the_handler_given():
     join = request(IprotoType.JOIN, instance_uuid="7c8b3c4e-0000-4000-8000-000000000001")
     executor.replication("session", join, "stream")
     assert seen == [(executor, "session", join, "stream")]
+
+
+def test_session_admin_only_follows_auth_and_su_frames():
+    """Session.admin_only (the flag box.space's natives read before their access
+    check) is true exactly while every fiber of the session runs as admin."""
+    session = Session(None, user=ADMIN)
+    assert session.admin_only
+    other = SessionUser(5, "u")
+    with session.su(other):
+        assert not session.admin_only
+        with session.su(ADMIN):
+            assert not session.admin_only        # the outer frame is still u's
+        assert not session.admin_only
+    assert session.admin_only
+    session.set_user(other)                      # AUTH as another user
+    assert not session.admin_only
+    with session.su(ADMIN):
+        assert not session.admin_only            # the session's own user is u
+    session.set_user(ADMIN)
+    assert session.admin_only
+    assert not Session(None).admin_only          # guest

@@ -390,25 +390,28 @@ def test_put_request_logs_as_its_dml_request(rtype, group):
     assert repr(put) == f"PutRequest(type={int(rtype)}, space_id=512, tuple={tup!r})"
 
 
-def test_statements_of_insert_and_replace_carry_put_requests():
+def test_statements_of_insert_and_replace_in_a_txn_carry_their_rows():
+    """Space.insert/replace inside a transaction (put_in_txn) leave a statement with
+    the redo row and no request: only execute() reads one."""
     engine = Engine(journal=lambda rows: None)
     space = engine.create_space(512, "t")
     space.create_index(IndexDef(0, "pk"))
     txn = engine.txns.begin()
     space.insert((1, "a"))
     space.replace((1, "b"))
-    assert [(type(s.request), s.request.type, s.old_tuple, s.new_tuple)
-            for s in txn.statements] == [(PutRequest, IprotoType.INSERT, None, (1, "a")),
-                                         (PutRequest, IprotoType.REPLACE, (1, "a"), (1, "b"))]
+    assert [(s.request, s.row.type, s.old_tuple, s.new_tuple)
+            for s in txn.statements] == [(None, IprotoType.INSERT, None, (1, "a")),
+                                         (None, IprotoType.REPLACE, (1, "a"), (1, "b"))]
     assert "REPLACE t: (1, 'a') -> (1, 'b')" in repr(txn.statements[1])
     engine.txns.rollback()
     assert space.select() == []
 
 
 def statement_view(stmt):
+    """What a statement leaves for its commit and rollback (its request is only
+    execute()'s: the row says the same)."""
     row = stmt.row
-    return (type(stmt.request), stmt.request.type, stmt.request.tuple, stmt.old_tuple,
-            stmt.new_tuple, stmt.tuple_data,
+    return (stmt.old_tuple, stmt.new_tuple, stmt.tuple_data,
             None if row is None else (row.type, row.body, row.group_id))
 
 
