@@ -29,6 +29,7 @@ MODULES: list[tuple[str, str, bool]] = [
     ("help", ".help:build", False),
     ("utf8", ".utf8:build", True),
     ("uri", ".uri:build", False),
+    ("csv", ".csv:build", False),
     ("box", ".box:build", True),
     ("console", ".console:build", False),
     ("net.box", ".netbox:build", False),

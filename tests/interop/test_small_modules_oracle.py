@@ -206,3 +206,44 @@ show('format table field', uri.format, {host = {}})
 
 def test_uri_as_tarantool(tmp_path):
     assert_same_output(URI, tmp_path, min_lines=60)
+
+CSV = r"""
+local csv = require('csv')
+show('keys', function() return csv end)
+for _, case in ipairs({
+        {'a,b,c\n1,2,3\n'}, {'a,b,c\n1,2,3'}, {'a;b\n1;2', {delimiter = ';'}},
+        {'a,"b,c",d\n"x""y",2,\n'}, {"a,'b,c'\n", {quote_char = "'"}},
+        {'h1,h2\n1,2\n3,4\n', {skip_head_lines = 1}}, {'"multi\nline",x\n'}, {''}, {'\n\n'},
+        {'a,,b\n,\n'}, {' a , b \n'}, {'a,b"c"d\n'}, {'a\r\nb\r\n'}, {'a', {delimiter = 'ab'}},
+        {'a5b', {delimiter = 5}}, {'"a"b,c\n'}, {'"a" ,c\n'}, {'a,b\n\nc\n'}, {'\ta\t,b \n'},
+        {'a, "b" ,c\n'}, {'a\rb\n'}, {'"a\r\nb"\n'}, {'a,"b\n'}, {'x,y\na,"b\n'},
+        {'a\n', {delimiter = ''}}, {'a\n', {quote_char = ''}}, {'a', {delimiter = {}}},
+        {nil}, {5}, {'a', 5}}) do
+    show('load ' .. tostring(case[1]):gsub('\n', '\\n'):gsub('\r', '\\r'), csv.load, case[1], case[2])
+end
+show('iterate', function()
+    local out = {}
+    for i, t in csv.iterate('a,b\n1,2\n3,4', {skip_head_lines = 1}) do out[#out + 1] = i .. ':' .. table.concat(t, '|') end
+    for i, t in csv.iterate('x,y\na,"b\n') do out[#out + 1] = i .. ':' .. table.concat(t, '|') end
+    return out
+end)
+show('iterate none', csv.iterate)
+show('iterate opts', csv.iterate, 'a', 5)
+for _, case in ipairs({
+        {{{1, 2, 3}, {'a', 'b,c', 'd"e'}}}, {{{'x y', 'multi\nline', ''}}}, {{{1, 2}}, {delimiter = ';'}},
+        {{{'a;b'}}, {delimiter = ';', quote_char = "'"}}, {{}}, {{1, 2}}, {{{true, 1.5, nil, 'z'}}},
+        {{{'a b', ' c', 'd '}}}, {{{'x"'}}, {quote_char = "'"}}, {{{"x'", 'y"'}}, {quote_char = "'"}},
+        {{{'a\rb'}}}, {{{}, {1}}}, {nil}, {5}}) do
+    show('dump', csv.dump, case[1], case[2])
+end
+show('dump to file', function()
+    local f = io.open('dump.csv', 'w')
+    local r = {csv.dump({{1, 2}, {3, 4}}, {}, f)}
+    f:close()
+    return #r, io.open('dump.csv'):read('*a')
+end)
+"""
+
+
+def test_csv_as_tarantool(tmp_path):
+    assert_same_output(CSV, tmp_path, min_lines=45)
