@@ -127,7 +127,9 @@ end
 local function account_id(value, lookup)
     local id = tonumber(value)
     if id ~= nil then
-        return id
+        -- converted to uid_t / gid_t; (uid_t)-1 is chown's "leave it"
+        id = (id < 0 and math.ceil(id) or math.floor(id)) % 4294967296
+        return id == 4294967295 and -1 or id
     end
     if type(value) ~= 'string' then
         return nil
@@ -477,12 +479,25 @@ function fio.open(path, flags, mode)
     return ffi.new('struct fio_handle', fd)
 end
 
--- read([size]): the rest of the file up to its size when no size is given
-function methods.read(self, size)
-    if size ~= nil and type(size) ~= 'number' then
-        -- 2.6.0 reserves `size` bytes in a buffer first, and that fails so
+-- The descriptor of a handle; a method called on something else works on -1 (a
+-- bad descriptor), where 2.6.0 would take lua_tointeger(nil), fd 0.
+local function fd(self)
+    local fh = (type(self) == 'cdata' or type(self) == 'table') and self.fh
+    return type(fh) == 'number' and fh or -1
+end
+
+-- 2.6.0 reserves `size` bytes in a buffer first, which fails so for a non-number
+local function check_size(size)
+    if type(size) ~= 'number' then
         error("builtin/buffer.lua:124: attempt to perform arithmetic on 'char *' and '"
               .. type(size) .. "'", 0)
+    end
+end
+
+-- read([size]): the rest of the file up to its size when no size is given
+function methods.read(self, size)
+    if size ~= nil then
+        check_size(size)
     end
     if size == nil then
         local st, err = self:stat()
@@ -491,7 +506,7 @@ function methods.read(self, size)
         end
         size = st.size
     end
-    return wait(blocking.read, self.fh, size)
+    return wait(blocking.read, fd(self), size)
 end
 
 local function written(count, err)
@@ -502,15 +517,16 @@ local function written(count, err)
 end
 
 function methods.write(self, data)
-    return written(wait(blocking.write, self.fh, tostring(data)))
+    return written(wait(blocking.write, fd(self), tostring(data)))
 end
 
 function methods.pread(self, size, offset)
-    return wait(blocking.pread, self.fh, size, offset)
+    check_size(size)
+    return wait(blocking.pread, fd(self), size, integer(offset))
 end
 
 function methods.pwrite(self, data, offset)
-    return written(wait(blocking.pwrite, self.fh, tostring(data), offset))
+    return written(wait(blocking.pwrite, fd(self), tostring(data), integer(offset)))
 end
 
 function methods.seek(self, offset, whence)
@@ -526,27 +542,27 @@ function methods.seek(self, offset, whence)
     else
         whence = tonumber(whence)
     end
-    return wait(blocking.lseek, self.fh, tonumber(offset), whence)
+    return wait(blocking.lseek, fd(self), integer(offset), whence or 0)
 end
 
 function methods.truncate(self, length)
-    return ok_or_false(wait(blocking.ftruncate, self.fh, length or 0))
+    return ok_or_false(wait(blocking.ftruncate, fd(self), integer(length)))
 end
 
 function methods.fsync(self)
-    return ok_or_false(wait(blocking.fsync, self.fh))
+    return ok_or_false(wait(blocking.fsync, fd(self)))
 end
 
 function methods.fdatasync(self)
-    return ok_or_false(wait(blocking.fdatasync, self.fh))
+    return ok_or_false(wait(blocking.fdatasync, fd(self)))
 end
 
 function methods.stat(self)
-    return stat_result(wait(blocking.fstat, self.fh))
+    return stat_result(wait(blocking.fstat, fd(self)))
 end
 
 function methods.close(self)
-    local result, err = wait(blocking.close, self.fh)
+    local result, err = wait(blocking.close, fd(self))
     if err ~= nil then
         return false, err
     end

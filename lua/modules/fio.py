@@ -123,13 +123,20 @@ _CALLS = {
 }
 
 
+# the calls whose bytes arguments are all paths: a C string ends at its first NUL
+_PATH_CALLS = frozenset({"open", "stat", "lstat", "mkdir", "rmdir", "unlink", "link",
+                         "symlink", "readlink", "rename", "chown", "chmod", "truncate",
+                         "utime", "listdir", "glob", "copyfile"})
+
+
 class FioModule:
     def __init__(self, instance):
         runtime = instance.runtime
         self.instance = instance
         self.runtime = runtime
         self.sched = runtime.sched
-        blocking = {name: self._call(fn, shape) for name, (fn, shape) in _CALLS.items()}
+        blocking = {name: self._call(fn, shape, name in _PATH_CALLS)
+                    for name, (fn, shape) in _CALLS.items()}
         blocking["lseek"] = self._lseek
         natives = {
             "cwd": os.getcwd,
@@ -145,7 +152,7 @@ class FioModule:
                                 runtime.table(blocking), runtime.wait,
                                 runtime.to_lua(constants()))
 
-    def _call(self, fn, shape):
+    def _call(self, fn, shape, paths: bool):
         runtime, sched, instance = self.runtime, self.sched, self.instance
         to_lua = runtime.to_lua
 
@@ -156,6 +163,8 @@ class FioModule:
         def call(*args):
             # Lua numbers arrive as floats; the os calls want whole ones as ints
             args = [int(a) if type(a) is float and a.is_integer() else a for a in args]
+            if paths:
+                args = [a.split(b"\0", 1)[0] if type(a) is bytes else a for a in args]
             try:
                 result = run_in_thread(sched, fn, *args)
             except OSError as exc:
@@ -164,6 +173,8 @@ class FioModule:
                 # Python refuses a negative descriptor (a closed handle's -1)
                 # before the system call would have said EBADF
                 return failed(errno.EBADF)
+            except (TypeError, OverflowError):
+                return failed(errno.EINVAL)     # a value the system call would refuse
             if shape is not None:
                 result = shape(result)
             return result if type(result) in (bytes, int, bool) else to_lua(result)
