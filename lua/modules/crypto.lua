@@ -9,6 +9,20 @@ local py, key_sizes = ...
 local type, error, setmetatable, tostring = type, error, setmetatable, tostring
 local format, gsub, byte = string.format, string.gsub, string.byte
 
+local ffi = require('ffi')
+
+-- A large string goes to Python as its address and length, read there in place
+-- (crypto.py's lua_bytes) instead of copied: only as the last argument of a call
+-- that returns before Lua drops the string.
+local RAW_FROM = 65536
+local function raw(s)
+    local n = #s
+    if n < RAW_FROM then
+        return s
+    end
+    return tonumber(ffi.cast('uintptr_t', ffi.cast('const char *', s))), n
+end
+
 local DIGESTS = {'md4', 'md5', 'ripemd160', 'sha1', 'sha224', 'sha256', 'sha384', 'sha512'}
 
 local function tohex(s)
@@ -53,7 +67,7 @@ function digest_methods.update(self, input)
     if not is_string(input) then
         not_a_string('builtin/crypto.lua:125', 'input', input)
     end
-    py.update(self.ctx, input)
+    py.update(self.ctx, raw(input))
 end
 
 function digest_methods.result(self)
@@ -82,7 +96,7 @@ for _, algo in ipairs(DIGESTS) do
             if not is_string(str) then
                 error('builtin/crypto.lua:323: Usage: digest.' .. algo .. '(string)', 0)
             end
-            local result, err = py.digest(algo, str)
+            local result, err = py.digest(algo, raw(str))
             if result == nil then
                 error("builtin/crypto.lua:107: Can't init digest: " .. err, 0)
             end
@@ -122,7 +136,7 @@ function hmac_methods.update(self, input)
     if not is_string(input) then
         not_a_string('builtin/crypto.lua:197', 'input', input)
     end
-    py.update(self.ctx, input)
+    py.update(self.ctx, raw(input))
 end
 
 function hmac_methods.result(self)
@@ -147,7 +161,7 @@ for _, algo in ipairs(DIGESTS) do
         if not is_string(key) then
             not_a_string('builtin/crypto.lua:187', 'key', key)
         end
-        local result, err = py.hmac(algo, key, str)
+        local result, err = py.hmac(algo, key, raw(str))
         if result == nil then
             error("builtin/crypto.lua:179: Can't init HMAC: " .. err, 0)
         end
@@ -244,4 +258,4 @@ setmetatable(hmac, refusing('HMAC'))
 
 local public = {digest = digest, hmac = hmac, cipher = cipher}
 return setmetatable({cipher_algo = cipher_algo, cipher_mode = cipher_mode},
-                    {__index = public})
+                    {__index = public}), raw

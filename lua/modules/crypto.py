@@ -9,6 +9,7 @@ no single DES either); its failures read as OpenSSL's error queue makes them rea
 from __future__ import annotations
 
 import collections
+import ctypes
 import hashlib
 import hmac
 
@@ -60,6 +61,16 @@ class OpenSSLErrors:
         return self.queue.popleft()
 
 
+def lua_bytes(data, length=None):
+    """The bytes of a Lua string: as passed (a copy made by lupa), or, for a large
+    one that Lua passes as its address and length (crypto.lua's `raw`), a view of
+    the string's own memory, which lives while the synchronous call that reads it
+    runs (Lua holds the string as an argument). Saves copying it whole."""
+    if length is None:
+        return data
+    return memoryview((ctypes.c_char * int(length)).from_address(int(data))).cast("B")
+
+
 def _new_hash(algo: str):
     """A hashlib object, or None when the platform's OpenSSL refuses `algo`."""
     try:
@@ -74,15 +85,16 @@ class Primitives:
 
     def __init__(self) -> None:
         self.errors = OpenSSLErrors()
+        self.raw = None     # crypto.lua's raw(s), for digest.lua
 
     # ---------------------------------------------------------------- digests
 
-    def digest(self, algo: bytes, data: bytes):
+    def digest(self, algo: bytes, data, length=None):
         """One-shot digest: (bytes) or (nil, OpenSSL's message)."""
         hasher = _new_hash(algo.decode())
         if hasher is None:
             return Multi((None, self.errors.fail(_REFUSED_DIGEST)))
-        hasher.update(data)
+        hasher.update(lua_bytes(data, length))
         return hasher.digest()
 
     def digest_new(self, algo: bytes):
@@ -96,14 +108,14 @@ class Primitives:
             return Multi((None, self.errors.fail(_REFUSED_DIGEST)))
         return hmac.new(key, digestmod=algo.decode())
 
-    def hmac(self, algo: bytes, key: bytes, data: bytes):
+    def hmac(self, algo: bytes, key: bytes, data, length=None):
         if _new_hash(algo.decode()) is None:
             return Multi((None, self.errors.fail(_REFUSED_DIGEST)))
-        return hmac.digest(key, data, algo.decode())
+        return hmac.digest(key, lua_bytes(data, length), algo.decode())
 
     @staticmethod
-    def update(hasher, data: bytes) -> None:
-        hasher.update(data)
+    def update(hasher, data, length=None) -> None:
+        hasher.update(lua_bytes(data, length))
 
     @staticmethod
     def result(hasher) -> bytes:
@@ -174,5 +186,7 @@ def primitives(instance) -> Primitives:
 def build(instance):
     runtime = instance.runtime
     chunk = runtime.load(read_source("modules/crypto.lua"), "@crypto.lua")
-    return chunk(primitives(instance).lua_table(runtime),
-                 runtime.table({name: size for name, size in CIPHERS.items()}))
+    shared = primitives(instance)
+    module, shared.raw = chunk(shared.lua_table(runtime),
+                               runtime.table({name: size for name, size in CIPHERS.items()}))
+    return module

@@ -1,9 +1,10 @@
 -- Tarantool's digest module (2.6.0). Loaded with the Python natives
 -- (lua/modules/digest.py), the crypto module (its digests and aes256cbc are
--- crypto's, as in 2.6.0) and the driver's wait(); returns the module. Argument
+-- crypto's, as in 2.6.0), crypto's raw() (a large string passed as its address and
+-- length, read in place) and the driver's wait(); returns the module. Argument
 -- checks and their words are 2.6.0's, the positions in its builtin/digest.lua
 -- included (they are part of the text it raises).
-local natives, crypto, wait = ...
+local natives, crypto, raw, wait = ...
 
 local ffi = require('ffi')
 local type, error, setmetatable, tonumber, pcall = type, error, setmetatable, tonumber,
@@ -104,7 +105,7 @@ function m.crc32_update(crc, str)
         end
         crc = uint32_of(crc)
     end
-    return crc32_update(crc, str)
+    return crc32_update(crc, raw(str))
 end
 
 local crc32_methods = {}
@@ -113,7 +114,7 @@ function crc32_methods.update(self, str)
     if not is_string(str) then
         error('builtin/digest.lua:106: Usage crc32:update(string)', 0)
     end
-    self.value = crc32_update(self.value, str)
+    self.value = crc32_update(self.value, raw(str))
 end
 
 function crc32_methods.result(self)
@@ -142,7 +143,7 @@ m.crc32 = setmetatable({crc_begin = CRC_BEGIN, new = crc32_new}, {
         if not is_string(str) then
             error('builtin/digest.lua:139: Usage digest.crc32(string)', 0)
         end
-        return crc32_update(CRC_BEGIN, str)
+        return crc32_update(CRC_BEGIN, raw(str))
     end,
 })
 
@@ -197,7 +198,7 @@ function murmur_methods.update(self, str)
     if not is_string(str) then
         error('builtin/digest.lua:54: Usage: murhash:update(string)', 0)
     end
-    natives.murmur_update(self.value, str)
+    natives.murmur_update(self.value, raw(str))
     self.total_length = self.total_length + #str
 end
 
@@ -239,7 +240,7 @@ m.murmur = setmetatable({default_seed = MURMUR_SEED, new = murmur_new}, {
         if not is_string(str) then
             error('builtin/digest.lua:96: Usage: digest.murhash(string)', 0)
         end
-        return natives.murmur(str, MURMUR_SEED)
+        return natives.murmur(MURMUR_SEED, raw(str))
     end,
 })
 

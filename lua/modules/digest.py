@@ -16,6 +16,7 @@ import mmh3
 from spindle.core.fiber.coio import run_in_thread
 
 from ..runtime import read_source
+from .crypto import lua_bytes, primitives
 
 # 2.6.0's base64 encoder breaks its lines after 72 characters
 _LINE = 72
@@ -24,10 +25,10 @@ _NOT_BASE64 = re.compile(rb"[^A-Za-z0-9+/_-]")
 _TO_STANDARD = bytes.maketrans(b"-_", b"+/")
 
 
-def crc32_update(crc: int, data: bytes) -> int:
+def crc32_update(crc: int, data, length=None) -> int:
     """2.6.0's crc32_calc: CRC-32C from `crc`, with neither the usual inversion
     on the way in nor on the way out (the library applies both: undo them)."""
-    return crc32c.crc32c(data, value=crc ^ 0xFFFFFFFF) ^ 0xFFFFFFFF
+    return crc32c.crc32c(lua_bytes(data, length), value=int(crc) ^ 0xFFFFFFFF) ^ 0xFFFFFFFF
 
 
 def base64_encode(data: bytes, nopad: bool, nowrap: bool, urlsafe: bool) -> bytes:
@@ -59,16 +60,20 @@ def murmur_new(seed: int):
     return mmh3.mmh3_32(seed=seed & 0xFFFFFFFF)
 
 
-def murmur_update(state, data: bytes) -> None:
-    state.update(data)
+def murmur_update(state, data, length=None) -> None:
+    state.update(lua_bytes(data, length))
 
 
 def murmur_result(state) -> int:
     return state.uintdigest()
 
 
-def murmur(data: bytes, seed: int) -> int:
-    return mmh3.hash(data, seed & 0xFFFFFFFF, signed=False)
+def murmur(seed: int, data, length=None) -> int:
+    if length is None:
+        return mmh3.hash(data, seed & 0xFFFFFFFF, signed=False)
+    state = murmur_new(seed)        # (mmh3.hash takes no view of memory)
+    state.update(lua_bytes(data, length))
+    return state.uintdigest()
 
 
 def build(instance):
@@ -99,4 +104,4 @@ def build(instance):
     })
     crypto = runtime.globals.package.loaded[b"crypto"]
     chunk = runtime.load(read_source("modules/digest.lua"), "@digest.lua")
-    return chunk(natives, crypto, runtime.wait)
+    return chunk(natives, crypto, primitives(instance).raw, runtime.wait)

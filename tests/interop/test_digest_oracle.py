@@ -209,3 +209,22 @@ show('aes dec bad16', digest.aes256cbc.decrypt, string.rep('g', 16), string.rep(
 show('aes long key', digest.aes256cbc.encrypt, 'hello', string.rep('k', 40), string.rep('i', 20))
 show('aes nil all', digest.aes256cbc.encrypt)
 """, tmp_path)
+
+
+def test_large_strings_read_in_place(tmp_path):
+    """Strings past 64 KiB reach Python as their address and length (no copy)."""
+    assert_same_output(HEAD + r"""
+local crypto = require('crypto')
+local big = string.rep('0123456789abcdef\0\255', 10000)
+print(#big, digest.sha256_hex(big), digest.md5_hex(big), digest.crc32(big), digest.murmur(big))
+print(crypto.hmac.sha256_hex('key', big))
+local c = digest.crc32.new() c:update(big) c:update('x') c:update(big) print(c:result())
+local m = digest.murmur.new() m:update(big) m:update('x') m:update(big)
+print(m:result(), m.total_length)
+local d = crypto.digest.sha512.new() d:update(big) d:update('x') print(string.hex(d:result()))
+print(digest.crc32_update(12345, big), #digest.base64_encode(big))
+for _, n in ipairs({65535, 65536, 65537}) do
+    local s = string.rep('z', n)
+    print(n, digest.sha1_hex(s), digest.crc32(s), digest.murmur(s))
+end
+""", tmp_path, min_lines=8)
