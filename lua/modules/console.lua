@@ -107,6 +107,9 @@ local function connect(uri, opts)
 end
 
 local function start()
+    if native.started() then
+        fail(747, 'console is already started')
+    end
     return wait(blocking.start)
 end
 

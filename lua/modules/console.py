@@ -12,13 +12,15 @@ engine of the calling session, so that session's `\\set output` holds for the ne
 """
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import socket
+import sys
 from typing import TYPE_CHECKING, Any
 
 from spindle.core import log
-from spindle.core.fiber.coio import CoSocket, address_text, listen, listen_unix
+from spindle.core.fiber.coio import CoSocket, address_text, listen, listen_unix, run_in_thread
 from spindle.core.iproto.errors import BoxError
 from spindle.core.net.session import ADMIN, SESSION_KEY, Session, format_peer
 from spindle.core.version import TARANTOOL_VERSION
@@ -129,6 +131,7 @@ class ConsoleModule:
         runtime = self.runtime
         natives = {
             "has_console": lambda: self._console() is not None,
+            "started": lambda: self.started,
             "get_delimiter": lambda: self._console().delimiter,
             "set_delimiter": self._set_delimiter,
             "set_ac": lambda flag: setattr(self._console(), "ac", bool(flag)),
@@ -158,8 +161,10 @@ class ConsoleModule:
         self._console().delimiter = delimiter
 
     def _eos(self, value: Any = None) -> Multi:
-        engine = self._session_engine()
-        fmt = engine.output if engine.output in ("yaml", "lua") else "yaml"
+        engine = self._console() or getattr(self.instance.iproto.sessions.current(),
+                                            "console_engine", None)
+        output = engine.output if engine is not None else "yaml"
+        fmt = output if output in ("yaml", "lua") else "yaml"
         if value is None:
             return Multi((YAML_EOS if fmt == "yaml" else self.lua_eos, None))
         if fmt == "yaml":
@@ -296,17 +301,18 @@ class ConsoleModule:
         output format per session."""
         engine = getattr(session, "console_engine", None)
         if engine is None:
-            from spindle.lua.console import ConsoleEngine
-            engine = ConsoleEngine(self.instance, wire=True)
+            engine = self.new_engine(wire=True)
             engine.statement_storage[SESSION_KEY] = session
             session.console_engine = engine
         return engine
 
-    def _session_engine(self) -> ConsoleEngine:
-        console = self._console()
-        if console is not None:
-            return console
-        return self.engine_for(self.instance.iproto.sessions.current())
+    def new_engine(self, wire: bool) -> ConsoleEngine:
+        """A ConsoleEngine (call from a fiber). The evaluator's first import (~60 ms:
+        the YAML renderer) runs in a helper thread, not to stall the fiber loop."""
+        module = sys.modules.get("spindle.lua.console")
+        if module is None:
+            module = run_in_thread(self.sched, importlib.import_module, "spindle.lua.console")
+        return module.ConsoleEngine(self.instance, wire=wire)
 
     def eval(self, line: Any) -> str:
         """console.eval(line): the line's reply text in the calling session's format."""
@@ -367,14 +373,11 @@ class ConsoleModule:
     def start(self) -> None:
         """console.start(): the interactive console on standard input, in the
         calling fiber, until it ends (the on_start hook may connect it first)."""
-        if self.started:
-            raise BoxError("console is already started")
         frontend = getattr(self.instance, "console_frontend", None)
         if frontend is None:
             raise BoxError("console.start(): no terminal front end in this process")
         self.started = True
-        from spindle.lua.console import ConsoleEngine
-        engine = ConsoleEngine(self.instance)
+        engine = self.new_engine(wire=False)
         storage = self.sched.current.storage
         saved = storage.get(CONSOLE_KEY)
         try:
