@@ -24,6 +24,11 @@ local function located(line, message)
     error('builtin/socket.lua:' .. line .. ': ' .. message, 0)
 end
 
+-- a Lua runtime error 2.6.0's code would run into, at its place
+local function misuse(line, what, value)
+    located(line, format(what, type(value)))
+end
+
 -- Objects: a table holding a `struct gc_socket` cdata, whose finalizer hands the
 -- descriptor of a forgotten socket to `graveyard`; the next call closes those
 -- (a finalizer must not call into Python).
@@ -162,6 +167,9 @@ end
 
 function methods.listen(self, backlog)
     local fd = check_socket(self)
+    if backlog ~= nil and type(backlog) ~= 'number' then
+        misuse(377, "bad argument #2 to 'listen' (cannot convert '%s' to 'int')", backlog)
+    end
     return call(self, false, native.listen, fd, backlog or 256)
 end
 
@@ -176,6 +184,9 @@ end
 function methods.sysread(self, size)
     local fd = check_socket(self)
     size = size or READAHEAD
+    if type(size) ~= 'number' then
+        misuse(295, 'attempt to compare %s with number', size)
+    end
     if size < 0 then
         located(296, 'socket:sysread(): size can not be negative')
     end
@@ -219,6 +230,9 @@ end
 
 local function iowait(self, what, timeout)
     local fd = check_socket(self)
+    if timeout ~= nil and type(timeout) ~= 'number' then
+        misuse(348, "bad argument #3 to 'iowait' (number expected, got %s)", timeout)
+    end
     self._errno = nil
     local events = wait(blocking.iowait, fd, what, timeout or TIMEOUT_INFINITY)
     if events == 0 then
@@ -278,6 +292,8 @@ function methods.setsockopt(self, level, name, value)
     end
     if type(value) == 'boolean' then
         value = value and 1 or 0
+    elseif type(value) ~= 'number' then
+        misuse(483, "cannot convert '%s' to 'int'", value)
     end
     return call(self, false, native.setsockopt, fd, level, info.iname, value)
 end
@@ -364,6 +380,9 @@ end
 -- Read until `check` finds a whole answer in the read buffer, the peer closes
 -- (the rest of the buffer), an error (nil) or the timeout (nil, ETIMEDOUT).
 local function read(self, limit, timeout, check, extra)
+    if type(limit) ~= 'number' then
+        misuse(686, 'attempt to compare %s with number', limit)
+    end
     if limit < 0 then
         located(687, 'socket:read(): limit can not be negative')
     end
@@ -420,7 +439,9 @@ end
 function methods.write(self, octets, timeout)
     local fd = check_socket(self)
     timeout = timeout or TIMEOUT_INFINITY
-    octets = tostring(octets)
+    if type(octets) ~= 'string' then
+        misuse(763, "attempt to get length of local 'octets' (a %s value)", octets)
+    end
     if #octets == 0 then
         return 0
     end
@@ -449,6 +470,9 @@ end
 
 function methods.send(self, octets, flags)
     local fd = check_socket(self)
+    if type(octets) ~= 'string' and type(octets) ~= 'number' then
+        misuse(792, "bad argument #1 to 'len' (string expected, got %s)", octets)
+    end
     local bits = iflags(internal.SEND_FLAGS, flags)
     return call(self, nil, native.send, fd, tostring(octets), bits or 0)
 end
@@ -456,7 +480,12 @@ end
 -- the size to receive: given, 512 for a stream, the next datagram's for UDP
 local function recv_size(self, fd, size)
     if size ~= nil then
-        return size
+        if type(size) ~= 'number' and tonumber(size) == nil then
+            -- (2.6.0 fails in the buffer it allocates)
+            error(format("builtin/buffer.lua:229: attempt to perform arithmetic on local " ..
+                         "'size' (a %s value)", type(size)), 0)
+        end
+        return tonumber(size)
     end
     if self.itype ~= internal.SO_TYPE.SOCK_DGRAM then
         return 512

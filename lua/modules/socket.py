@@ -323,8 +323,9 @@ class SocketModule:
         return (1 if ready[0] else 0) | (2 if ready[1] else 0)
 
     def getaddrinfo(self, host, port, timeout, family, kind, protocol, flags):
-        host = None if host is None else _text(host)
-        port = None if port is None else _text(port)
+        # (like lua_tostring: anything but a string or a number is no value)
+        host = _text(host) if isinstance(host, (bytes, int, float)) else None
+        port = _text(port) if isinstance(port, (bytes, int, float)) else None
         args = (host, port, int(family or 0), int(kind or 0), int(protocol or 0))
         try:
             # a numeric address resolves at once, without the thread (and so
