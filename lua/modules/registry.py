@@ -30,6 +30,7 @@ MODULES: list[tuple[str, str, bool]] = [
     ("utf8", ".utf8:build", True),
     ("uri", ".uri:build", False),
     ("csv", ".csv:build", False),
+    ("msgpackffi", ".msgpackffi:build", False),
     ("box", ".box:build", True),
     ("console", ".console:build", False),
     ("net.box", ".netbox:build", False),

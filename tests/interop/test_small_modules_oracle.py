@@ -247,3 +247,42 @@ end)
 
 def test_csv_as_tarantool(tmp_path):
     assert_same_output(CSV, tmp_path, min_lines=45)
+
+MSGPACKFFI = r"""
+local mf = require('msgpackffi')
+local mp = require('msgpack')
+local ffi = require('ffi')
+show('shared', function() return mf.array_mt == mp.array_mt, mf.map_mt == mp.map_mt, mf.NULL == mp.NULL end)
+local s = mf.encode({1, 2, {a = 1}})
+show('roundtrip', function() return #s, mp.decode(s)[3].a, mf.decode(s)[3].a, select(2, mf.decode(s)) end)
+show('unchecked', function() return select(2, mf.decode_unchecked(s)) end)
+show('offset', function() return mf.decode(s, 2), mf.decode(mf.encode(nil)) end)
+for _, v in ipairs({1.5, 2^40, -1, -2^40, 0.1, true, 'abc', 1ULL, -1LL}) do
+    show('encode ' .. tostring(v), function() return mf.encode(v) end)
+end
+show('encode nil', mf.encode)
+show('encode map', function() return mf.encode(setmetatable({}, {__serialize = 'map'})) end)
+show('encode holes', function() return mf.encode({1, nil, 3}) end)
+show('encode decimal', function() return mf.encode(require('decimal').new(1)) end)
+show('encode function', mf.encode, function() end)
+show('decode number', mf.decode, 5)
+show('decode offset', mf.decode, 'abc', 10)
+show('decode c1', mf.decode, '\xc1')
+show('unchecked number', mf.decode_unchecked, 5)
+show('decoded mt', function()
+    local t = mf.decode(mp.encode({1, {2}}))
+    return getmetatable(t) == mf.array_mt, getmetatable(t[2]) == mp.array_mt
+end)
+show('pointer', function()
+    local data = mf.encode({1, {a = 'xyz', b = {2.5, true}}, 'tail'})
+    local buf = ffi.new('char[?]', #data + 10)
+    ffi.copy(buf, data, #data)
+    local v, p = mf.decode_unchecked(ffi.cast('const char *', buf))
+    return v[2].a, v[2].b[1], v[3], p - ffi.cast('const char *', buf), #data
+end)
+show('on_encode usage', mf.on_encode, 1, 2)
+"""
+
+
+def test_msgpackffi_as_tarantool(tmp_path):
+    assert_same_output(MSGPACKFFI, tmp_path, min_lines=20)
