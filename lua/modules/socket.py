@@ -100,11 +100,12 @@ class SocketModule:
                      "SOL_SOCKET": socket.SOL_SOCKET,
                      "SO_OPT": {socket.SOL_SOCKET: _options(_SOCKET_OPTIONS),
                                 socket.IPPROTO_TCP: _options(_TCP_OPTIONS)}}
-        chunk = runtime.load(read_source("modules/socket.lua"), "@builtin/socket.lua")
         bridge = runtime.bridge
-        self.lua_module = chunk(runtime.table({k: bridge(v) for k, v in natives.items()}),
-                                runtime.table(blocking), runtime.wait,
-                                runtime.to_lua(constants))
+        args = (runtime.table({k: bridge(v) for k, v in natives.items()}),
+                runtime.table(blocking), runtime.wait, runtime.to_lua(constants))
+        core = runtime.load(read_source("modules/socket.lua"), "@builtin/socket.lua")(*args)
+        tcp = runtime.load(read_source("modules/socket_tcp.lua"), "@builtin/socket.lua")
+        self.lua_module = tcp(*args, core)
 
     def _sock(self, fd: int) -> socket.socket:
         sock = self.socks.get(int(fd))
