@@ -194,13 +194,14 @@ local function iv_size(algo, mode)
     return algo == 'des' and 8 or 16
 end
 
--- The first error 2.6.0 finds when it sets `value` up as a key or an IV (value:len()).
+-- The first error 2.6.0 finds when it sets `value` up as a key or an IV (value:len(),
+-- the key's on line 259 of its file, the IV's on 260).
 local function not_a_key(name, value)
+    local where = name == 'key' and 'builtin/crypto.lua:259: ' or 'builtin/crypto.lua:260: '
     if type(value) == 'table' then
-        error("builtin/crypto.lua:259: attempt to call method 'len' (a nil value)", 0)
+        error(where .. "attempt to call method 'len' (a nil value)", 0)
     end
-    error(format("builtin/crypto.lua:259: attempt to index field '%s' (a %s value)", name,
-                 type(value)), 0)
+    error(format("%sattempt to index field '%s' (a %s value)", where, name, type(value)), 0)
 end
 
 local function make_cipher(algo, mode, encrypt)

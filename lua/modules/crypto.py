@@ -139,7 +139,7 @@ class Primitives:
                 data = padder.update(data) + padder.finalize()
             encryptor = engine.encryptor()
             return encryptor.update(data) + encryptor.finalize()
-        if padded and len(data) % 16:
+        if padded and (not data or len(data) % 16):
             raise CryptoError("OpenSSL error: " + self.errors.fail((WRONG_FINAL_BLOCK,)))
         decryptor = engine.decryptor()
         plain = decryptor.update(data) + decryptor.finalize()

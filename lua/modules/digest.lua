@@ -226,11 +226,13 @@ local function murmur_new(opts)
     local seed = opts ~= nil and opts.seed or MURMUR_SEED
     if type(seed) == 'number' then
         seed = int32_of(seed)
-    elseif type(seed) ~= 'cdata' then
+    end
+    -- anything else as ffi takes it for an int[1] (true is 1, a table its elements)
+    local ok, cell = pcall(ffi.new, 'int[1]', seed)
+    if not ok then
         error(format("builtin/digest.lua:86: cannot convert '%s' to 'int [1]'", type(seed)),
               0)
     end
-    local cell = ffi.new('int[1]', seed)
     return setmetatable({seed = cell, value = natives.murmur_new(cell[0]), total_length = 0,
                          default_seed = MURMUR_SEED}, murmur_mt)
 end

@@ -115,3 +115,47 @@ local c = crypto.cipher.aes128.cbc.new
 show('cnew', function() local x = crypto.cipher.aes128.cbc.new(); return x end)
 
 """, tmp_path)
+
+
+def test_more_argument_checks(tmp_path):
+    """Keys and IVs that are not strings, CBC's empty ciphertext, digest's pbkdf2,
+    urandom, murmur.new and guava at their edges."""
+    assert_same_output(r"""
+local crypto, digest = require('crypto'), require('digest')
+local K, IV = string.rep('k', 16), string.rep('i', 16)
+show('iv num', crypto.cipher.aes128.cbc.encrypt, 'x', K, 5)
+show('iv tbl', crypto.cipher.aes128.cbc.encrypt, 'x', K, {})
+show('key tbl', crypto.cipher.aes128.cbc.encrypt, 'x', {}, IV)
+show('key bool', crypto.cipher.aes128.cbc.encrypt, 'x', true, IV)
+show('key num iv num', crypto.cipher.aes128.cbc.encrypt, 'x', 5, 5)
+show('pbkdf2 len str', digest.pbkdf2_hex, 'p', 's', 1, 'x')
+show('pbkdf2 iters neg', digest.pbkdf2, 'p', 's', -1)
+show('pbkdf2 len neg', digest.pbkdf2, 'p', 's', 1, -1)
+show('pbkdf2 iters float', digest.pbkdf2_hex, 'p', 's', 2.5, 8)
+show('urandom tbl', digest.urandom, {})
+show('urandom bool', digest.urandom, true)
+show('urandom cdata', function() return #digest.urandom(3LL) end)
+show('murmur new bool', digest.murmur.new, true)
+show('hmac update after', function() local h = crypto.hmac.sha1.new('k') h:result() return h:update(5) end)
+show('hmac result twice', function() local h = crypto.hmac.sha1.new('k') h:result() return h:result() end)
+show('digest update after free', function() local h = crypto.digest.sha1.new() h:free() return h:update('x') end)
+show('digest init after result', function() local h = crypto.digest.sha1.new() h:update('a') h:result() h:init() h:update('abc') return h:result() end)
+show('hmac new bool', crypto.hmac.sha1.new, true)
+show('hmac new num', crypto.hmac.sha1.new, 5)
+show('digest.aes256cbc keys', function() local r = {} for k in pairs(digest.aes256cbc) do r[#r+1] = k end table.sort(r) return table.concat(r, ',') end)
+show('crypto index', function() return crypto.digest ~= nil, rawget(crypto, 'digest') end)
+show('ecb dec bad', crypto.cipher.aes128.ecb.decrypt, 'short', K, '')
+show('cbc dec empty', crypto.cipher.aes128.cbc.decrypt, '', K, IV)
+show('cfb dec', crypto.cipher.aes128.cfb.decrypt, 'anything', K, IV)
+show('none dec', crypto.cipher.none.cbc.decrypt, 'anything', '', '')
+show('des dec', crypto.cipher.des.cbc.decrypt, 'anything', '12345678', '12345678')
+show('guava bad buckets', digest.guava, 1, 'x')
+show('guava big state', digest.guava, 2^63, 100)
+show('guava 2^64', digest.guava, 2^64, 100)
+show('guava ULL', digest.guava, 18446744073709551615ULL, 100)
+show('guava neg ll', digest.guava, -5LL, 100)
+show('guava buckets big', digest.guava, 12345, 2^40)
+show('guava buckets 2^31-1', digest.guava, 12345, 2147483647)
+show('murmur new seed bool', function() local m = digest.murmur.new({seed = true}) m:update('abc') return m:result() end)
+
+""", tmp_path)
