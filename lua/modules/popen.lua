@@ -155,7 +155,8 @@ mt.__index = function(self, key)
     end
     return native.field(ref.id, key)
 end
-mt.__serialize = function(self)
+-- (the serializers find it by indexing the handle, as 2.6.0's do)
+function methods.__serialize(self)
     local ref = refs[self]
     return ref and native.field(ref.id, 'serialize')
 end

@@ -62,6 +62,7 @@ class Handle:
             if pipe is not None:
                 os.set_blocking(pipe.fileno(), False)
         self.closed = False
+        self.poll_queued = False
         try:
             self.pidfd: int | None = os.pidfd_open(process.pid)
         except (AttributeError, OSError):
@@ -154,6 +155,19 @@ class PopenModule:
         if handle.process.returncode is None:
             handle.process.poll()
 
+    def _observe(self, handle: Handle) -> None:
+        """Look for the child's exit at the loop's next turn: 2.6.0 learns of it
+        from SIGCHLD in its event loop, so code that does not yield keeps seeing
+        the child alive (and its pid)."""
+        if handle.process.returncode is None and not handle.poll_queued:
+            handle.poll_queued = True
+
+            def look():
+                handle.poll_queued = False
+                if not handle.closed:
+                    self._poll(handle)
+            self.sched.call_soon(look)
+
     # ------------------------------------------------------------ reading
 
     def _pipe_of(self, handle: Handle, name: str):
@@ -232,11 +246,11 @@ class PopenModule:
             raise IllegalParams("Attempt to index a closed popen handle")
         if key == "serialize":
             return self.info(hid)
+        self._observe(handle)
         if key == "pid":
-            # nil once the exit has been seen (by wait, status, info), as 2.6.0's
-            # pid goes when its SIGCHLD has been handled
+            # nil once the exit has been seen, as 2.6.0's pid goes when its
+            # SIGCHLD has been handled
             return handle.process.pid if handle.process.returncode is None else None
-        self._poll(handle)
         if key == "command":
             return handle.command
         if key == "opts":
@@ -259,7 +273,7 @@ class PopenModule:
 
     def info(self, hid) -> dict:
         handle = self._handle(hid)
-        self._poll(handle)
+        self._observe(handle)
         info = {"command": handle.command, "opts": self._opts(handle),
                 "status": handle.status()}
         if handle.process.returncode is None:
