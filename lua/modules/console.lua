@@ -19,9 +19,9 @@ server_mt.__index = {
 server_mt.__tostring = function(self) return native.server_text(self._id) end
 
 local function listen(uri)
-    local id, err = wait(blocking.listen, uri)
+    local id, err, line = wait(blocking.listen, uri)
     if id == nil then
-        fail(857, err)
+        fail(line, err)
     end
     return setmetatable({_id = id}, server_mt)
 end
@@ -66,22 +66,26 @@ local function eos(value)
     end
 end
 
+-- the table itself, as 2.6.0 hands it out (its fields in 2.6.0's order)
+local default_output = {fmt = 'yaml', opts = nil}
+
 local function set_default_output(value)
     if value == nil then
         fail(158, 'Nil output value passed')
     end
-    local err = native.set_default_output(tostring(value))
+    local err, fmt, opts = native.parse_output(tostring(value))
     if err ~= nil then
         fail(162, err)
     end
+    default_output.fmt = fmt
+    default_output.opts = opts
 end
 
 local function get_default_output(...)
     if (...) ~= nil then
         fail(171, 'Arguments provided while prohibited')
     end
-    local fmt, opts = native.get_default_output()
-    return {fmt = fmt, opts = opts}
+    return default_output
 end
 
 local function hook(kind, line)

@@ -62,7 +62,7 @@ class ConsoleServer:
 
     def _accept(self) -> None:
         try:
-            while True:
+            while self.sock is not None:     # None: closed before this fiber began
                 conn, peer = self.sock.accept()
                 self.module.sched.spawn(self.module.serve_client, conn, peer,
                                         name="console/" + format_peer(peer), start=False)
@@ -71,11 +71,19 @@ class ConsoleServer:
         finally:
             self.close()
 
-    def close(self) -> bool:
+    def close(self, unlink: bool = False) -> bool:
+        """Stop listening; `unlink`: server:close() removes the socket file, as
+        2.6.0's does (an instance that exits leaves it, as 2.6.0 leaves it)."""
         if self.sock is None:
             return False
         sock, self.sock = self.sock, None
         sock.close()
+        if unlink and self.unix_path is not None:
+            try:
+                os.unlink(self.unix_path)
+            except OSError:
+                pass
+        log.info("stopped")
         fiber = self.fiber
         if fiber is not self.module.sched.current and fiber.status != "dead":
             self.module.sched.cancel(fiber)
@@ -119,7 +127,6 @@ class ConsoleModule:
         self.sched = instance.sched
         self.runtime = instance.runtime
         self.lua_eos = LUA_EOS              # console.eos(): one for every session
-        self.default_output: tuple[str, str | None] = ("yaml", None)
         self.hooks: dict[str, Any] = {}     # on_start, on_client_disconnect
         self.servers: dict[int, ConsoleServer] = {}
         self._server_ids = 0
@@ -136,10 +143,9 @@ class ConsoleModule:
             "set_delimiter": self._set_delimiter,
             "set_ac": lambda flag: setattr(self._console(), "ac", bool(flag)),
             "eos": self._eos,
-            "set_default_output": self._set_default_output,
-            "get_default_output": lambda: Multi(self.default_output),
+            "parse_output": self._parse_output,
             "complete": self._complete,
-            "server_close": lambda sid: self._server(sid).close(),
+            "server_close": lambda sid: self._server(sid).close(unlink=True),
             "server_name": self._server_name,
             "server_text": lambda sid: f"fd {self._server(sid).fd}, aka "
                                        f"{self._server(sid).address}",
@@ -172,15 +178,16 @@ class ConsoleModule:
         self.lua_eos = str(value)
         return Multi((None, None))
 
-    def _set_default_output(self, value: str) -> str | None:
+    @staticmethod
+    def _parse_output(value: str) -> Multi:
+        """(nil, fmt, opts) of a console.set_default_output value, or (message)."""
         match = _OUTPUT.match(value)
         fmt, opts = (match.group(1), match.group(2)) if match else (value, None)
         if fmt not in ("yaml", "lua"):
-            return f'Invalid format "{value}", supported languages: lua and yaml.'
+            return Multi((f'Invalid format "{value}", supported languages: lua and yaml.',))
         if fmt == "lua" and opts is not None and opts not in ("line", "block"):
-            return f'Wrong option "{opts}", expecting: line or block.'
-        self.default_output = (fmt, opts)
-        return None
+            return Multi((f'Wrong option "{opts}", expecting: line or block.',))
+        return Multi((None, fmt, opts))
 
     def _set_hook(self, kind, fn) -> None:
         self.hooks[_text(kind)] = fn
@@ -222,7 +229,7 @@ class ConsoleModule:
         else:
             parsed = _parse_listen(_text(uri))
             if parsed is None:
-                return Multi((None, 'Usage: console.listen("[host:]port")'))
+                return Multi((None, 'Usage: console.listen("[host:]port")', 857))
             host, port = parsed
         try:
             if host == "unix/":
@@ -232,7 +239,7 @@ class ConsoleModule:
         except OSError as exc:
             where = f"unix/:{port}" if host == "unix/" else f"{host}:{port}"
             return Multi((None, f"failed to create server {where}: "
-                                f"{os.strerror(exc.errno or 0)}"))
+                                f"{os.strerror(exc.errno or 0)}", 865))
         self._server_ids += 1
         server = ConsoleServer(self, sock, port if host == "unix/" else None)
         self.servers[self._server_ids] = server

@@ -9,7 +9,7 @@ import pexpect
 import pytest
 from .console_harness import ConsoleNode, RawClient, both_nodes, clean_transcript
 
-from .oracle import SPINDLE
+from .oracle import SPINDLE, both
 
 # (line sent, marker that ends the reply: after \set output lua replies end with ';')
 PROTOCOL = [
@@ -196,3 +196,56 @@ def test_bad_input_leaves_the_server_serving():
         bystander.close()
         assert node.proc.poll() is None
         assert "Traceback" not in node.output()
+
+
+MODULE_SCRIPT = """\
+local c = require('console')
+local fio = require('fio')
+local function show(...) print(select('#', ...), ...) end
+local checks = {
+    function() return c.delimiter() end,
+    function() return c.delimiter(1) end,
+    function() return c.ac(true) end,
+    function() return c.connect('localhost:1') end,
+    function() return c.eos() end,
+    function() return c.eos('x') end,
+    function() return c.on_start(1) end,
+    function() return c.on_client_disconnect('x') end,
+    function() return c.on_start(nil) end,
+    function() return c.listen('x') end,
+    function() return c.listen({}) end,
+    function() return c.set_default_output('foo') end,
+    function() return c.set_default_output('lua,wide') end,
+    function() return c.set_default_output() end,
+    function() return c.get_default_output(1) end,
+    function() return c.eval('1, nil') end,
+    function() return c.eval() end,
+    function() return c.eval(5) end,
+    function() return c.eval('\\\\set output lua') end,
+    function() return c.eval('{1, 2}') end,
+    function() return c.eos() end,
+    function() return c.eval('\\\\set output yaml') end,
+}
+for _, f in ipairs(checks) do show(pcall(f)) end
+c.set_default_output('lua,block')
+local out = c.get_default_output()
+print(out.fmt, out.opts, out == c.get_default_output())
+local path = fio.pathjoin(fio.cwd(), 'c.sock')
+local s = c.listen('unix/:' .. path)
+print(s:name().host, s:name().port == path, s:name().family, tostring(s):match('^fd %d+, aka unix/:') ~= nil)
+show(pcall(c.listen, 'unix/:' .. path))
+print(fio.path.exists(path), s:close(), fio.path.exists(path))
+local t = c.listen('127.0.0.1:0')
+local port = t:name().port
+print(t:name().host, port > 0)
+local ok, err = pcall(c.listen, '127.0.0.1:' .. port)
+print(ok, (err:gsub('%d+: Address', 'PORT: Address')))
+t:close()
+os.exit(0)
+"""
+
+
+def test_module_functions_as_tarantool(tmp_path):
+    real, ours = both(MODULE_SCRIPT, tmp_path)
+    assert ours.returncode == real.returncode == 0, ours.stderr
+    assert ours.stdout.replace("/spindle/", "/DIR/") == real.stdout.replace("/tarantool/", "/DIR/")
