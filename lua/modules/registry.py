@@ -31,6 +31,7 @@ MODULES: list[tuple[str, str, bool]] = [
     ("uri", ".uri:build", False),
     ("csv", ".csv:build", False),
     ("msgpackffi", ".msgpackffi:build", False),
+    ("key_def", ".key_def:build", False),
     ("box", ".box:build", True),
     ("console", ".console:build", False),
     ("net.box", ".netbox:build", False),

@@ -3,6 +3,7 @@ prints the same lines, bad arguments included."""
 from __future__ import annotations
 
 from .module_oracle import assert_same_output
+from .oracle import both
 
 PICKLE = r"""
 local pickle = require('pickle')
@@ -286,3 +287,88 @@ show('on_encode usage', mf.on_encode, 1, 2)
 
 def test_msgpackffi_as_tarantool(tmp_path):
     assert_same_output(MSGPACKFFI, tmp_path, min_lines=20)
+
+
+KEY_DEF = r"""
+local kd = require('key_def')
+local function describe(v)
+    if box.tuple.is(v) then return 'tuple' .. describe(v:totable()) end
+    if type(v) == 'table' then
+        local keys = {} for k in pairs(v) do keys[#keys + 1] = tostring(k) end table.sort(keys)
+        local out = {} for _, k in ipairs(keys) do out[#out + 1] = k .. '=' .. describe(v[k] ~= nil and v[k] or v[tonumber(k)]) end
+        return '{' .. table.concat(out, ',') .. '}'
+    end
+    return tostring(v)
+end
+local function e(...)
+    local r = {pcall(...)}
+    if not r[1] and type(r[2]) ~= 'string' then print('error', r[2].type, r[2].code, r[2].message) return end
+    local out = {tostring(r[1])}
+    for i = 2, table.maxn(r) do out[#out + 1] = type(r[i]) == 'cdata' and not box.tuple.is(r[i]) and (tostring(r[i]):match('key_def') and 'key_def' or tostring(r[i])) or describe(r[i]) end
+    print(table.concat(out, ' | '))
+end
+e(kd.new, {})
+e(kd.new, {{fieldno=1}})
+e(kd.new, {{type='unsigned'}})
+e(kd.new, {{fieldno=1, type='bad'}})
+e(kd.new, {{fieldno=1, type='string', collation='unicode_ci'}})
+e(kd.new, {{fieldno=1, type='string', collation_id=99}})
+e(kd.new, {{fieldno='x', type='string'}})
+e(kd.new, {{fieldno=1, type=5}})
+e(kd.new, {{fieldno=1, type='string', path=5}})
+e(kd.new, {{fieldno=1, type='string', path='[[['}})
+e(kd.new, {{fieldno=1, type='string', is_nullable='x'}})
+e(kd.new, {5})
+e(kd.new, {{fieldno=1, type='any'}})
+e(kd.new, {{fieldno=1, type='array'}})
+e(kd.new)
+e(kd.new, 5)
+local k = kd.new({{fieldno=1, type='unsigned'}})
+e(k.extract_key, k, {'a'})
+e(k.extract_key, k, {})
+e(k.extract_key, k, 5)
+e(k.compare, k, {1}, {'a'})
+e(k.compare, k, {}, {1})
+e(k.compare, k, {1}, 5)
+e(k.compare_with_key, k, {1}, 5)
+e(k.merge, k, 5)
+e(k.totable, 5)
+e(k.extract_key, 5, {1})
+e(function() return k.nothing, type(k) end)
+box.cfg{log_level = 1}
+local k = kd.new({{fieldno = 1, type = 'unsigned'}, {fieldno = 3, type = 'string', collation = 'unicode_ci'}})
+e(k.totable, k)
+e(function() return k:extract_key({1, 'x', 'ABC', 4}) end)
+e(function() return k:compare({1, 'x', 'a'}, {1, 'y', 'A'}) end)
+e(function() return k:compare({1, 'x', 'a'}, {2, 'y', 'A'}) end)
+e(function() return k:compare({1, 'x', 'b'}, {1, 'y', 'A'}) end)
+e(function() return k:compare_with_key({1, 'x', 'a'}, {1, 'b'}) end)
+e(function() return k:compare_with_key({1, 'x', 'a'}, {1}) end)
+e(function() return k:compare_with_key({1, 'x', 'a'}, {'z'}) end)
+e(function() return k:merge(kd.new({{fieldno = 2, type = 'integer'}, {fieldno = 1, type = 'unsigned'}})):totable() end)
+e(function() return k:extract_key({1}) end)
+e(function() return k:extract_key({'a', 'b', 'c'}) end)
+e(function() return kd.new({{fieldno = 1, type = 'unsigned', is_nullable = true}}):extract_key({}) end)
+e(function() return kd.new({{fieldno = 1, type = 'unsigned', path = 'a.b'}}):totable() end)
+e(function() return kd.new({{fieldno = 1, type = 'unsigned', path = 'a.b'}}):extract_key({{a = {b = 5}}}) end)
+e(function() return kd.new({{fieldno = 1, type = 'unsigned', path = 'a.b'}}):extract_key({{a = {c = 5}}}) end)
+e(function() return k:extract_key(box.tuple.new{7, 'q', 'w'}) end)
+e(function() return kd.new({{fieldno = 2, type = 'string'}}):compare(box.tuple.new{1, 'a'}, {1, 'b'}) end)
+e(function() return kd.new({{fieldno = 1, type = 'scalar'}}):compare({1}, {'a'}) end)
+e(function() return kd.new({{fieldno = 1, type = 'number'}}):compare({1.5}, {1}) end)
+e(function() return kd.new({{field = 2, type = 'string'}}):totable() end)
+e(function() return kd.new({{fieldno=1, type='string', collation_id=2}}):totable()[1].collation end)
+e(kd.new, {{fieldno=1, type='string', collation='unicode', collation_id=2}})
+e(function() return kd.new({{fieldno=1, type='unsigned', collation='unicode'}}):totable()[1].collation end)
+e(function() return kd.new({{fieldno=1, type='string', collation='binary'}}):totable()[1].collation end)
+e(kd.new, {{fieldno=1, type='string', collation='nope'}})
+e(kd.new, {{fieldno=1, type='string', collation_id=99}})
+"""
+
+
+def test_key_def_as_tarantool(tmp_path):
+    real, ours = both(KEY_DEF + "\nos.exit(0)\n", tmp_path)
+    assert real.returncode == 0, real.stderr
+    assert ours.returncode == 0, ours.stderr
+    assert ours.stdout == real.stdout
+    assert "true | tuple{1=1,2=ABC}" in ours.stdout
