@@ -32,6 +32,7 @@ MODULES: list[tuple[str, str, bool]] = [
     ("csv", ".csv:build", False),
     ("msgpackffi", ".msgpackffi:build", False),
     ("key_def", ".key_def:build", False),
+    ("iconv", ".iconv:build", False),
     ("box", ".box:build", True),
     ("console", ".console:build", False),
     ("net.box", ".netbox:build", False),

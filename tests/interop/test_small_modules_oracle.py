@@ -372,3 +372,31 @@ def test_key_def_as_tarantool(tmp_path):
     assert ours.returncode == 0, ours.stderr
     assert ours.stdout == real.stdout
     assert "true | tuple{1=1,2=ABC}" in ours.stdout
+
+ICONV = r"""
+local iconv = require('iconv')
+show('keys', function() return iconv end)
+local c = iconv.new('CP1251', 'UTF-8')
+show('type', function() return type(c), tostring(c):match('^iconv: ') ~= nil end)
+show('to cp1251', c, 'Привет')
+show('back', function() return iconv.new('UTF-8', 'CP1251')(c('Привет')) end)
+show('unknown', iconv.new, 'NOPE', 'UTF-8')
+show('usage', iconv.new)
+show('usage numbers', iconv.new, 1, 2)
+show('number', c, 5)
+show('nil', c)
+show('table', c, {})
+show('unconvertible', c, 'ü€')
+show('bad byte', iconv.new('UTF-8', 'UTF-8'), '\xff')
+show('cut', iconv.new('UTF-8', 'UTF-8'), 'a\xd0')
+show('utf16le', iconv.new('UTF-16LE', 'UTF-8'), 'ab')
+show('utf16', iconv.new('UTF-16', 'UTF-8'), 'ab')
+show('translit', iconv.new('ASCII//TRANSLIT', 'UTF-8'), 'café')
+show('lower names', iconv.new('latin1', 'utf8'), 'é')
+show('koi8', iconv.new('KOI8-R', 'UTF-8'), 'мир')
+show('empty', c, '')
+"""
+
+
+def test_iconv_as_tarantool(tmp_path):
+    assert_same_output(ICONV, tmp_path, min_lines=18)
