@@ -436,7 +436,9 @@ fio.path.lexists = path_check(544, nil, true)
 
 -- file handles -----------------------------------------------------------------
 
-ffi.cdef('struct fio_handle { int fh; }; int close(int fd);')
+-- (pcall: another module may have declared close() already)
+pcall(ffi.cdef, 'struct fio_handle { int fh; };')
+pcall(ffi.cdef, 'int close(int fd);')
 local methods = {}
 
 function fio.open(path, flags, mode)

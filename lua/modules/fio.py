@@ -11,10 +11,8 @@ from __future__ import annotations
 import errno
 import glob
 import os
-import shutil
 import stat
 import sys
-import tempfile
 
 from spindle.core.fiber.coio import run_in_thread
 from spindle.core.iproto.errors import BoxError
@@ -55,13 +53,16 @@ def _stat_fields(st: os.stat_result) -> dict:
             "ctime": _seconds(st.st_ctime_ns), "dev": st.st_dev, "blocks": st.st_blocks}
 
 
+# (shutil and tempfile are imported on first use: a few ms off every start)
 def _copyfile(source: bytes, target: bytes) -> bool:
+    import shutil
     shutil.copyfile(source, target)
     os.chmod(target, stat.S_IMODE(os.stat(source).st_mode))
     return True
 
 
 def _tempdir() -> bytes:
+    import tempfile
     base = os.environ.get("TMPDIR") or "/tmp"
     return os.fsencode(tempfile.mkdtemp(prefix="", dir=base))
 
