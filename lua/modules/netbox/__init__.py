@@ -50,12 +50,15 @@ class NetBoxModule:
     def _outcome(self, tr: Transport, req: Request) -> Multi:
         """(body) of an answered request, (nil, error) of a failed one, (nil, nil)
         while it is on its way."""
+        if req.done and req.error is None:
+            return Multi((req.body,))
+        if not req.done and tr.alive():
+            return Multi((None, None))
         try:
-            return Multi((tr.result(req),))
+            tr.result(req)
         except Exception as exc:   # noqa: BLE001 - handed to Lua as a value
-            if not req.done and tr.alive():
-                return Multi((None, None))
             return Multi((None, self.runtime.error_object(exc)))
+        return Multi((None, None))
 
     @staticmethod
     def _push(tr: Transport, req: Request, i) -> bytes | None:

@@ -140,19 +140,10 @@ decoders.get, decoders.min, decoders.max = get_tuple, get_tuple, get_tuple
 local future_methods = {}
 local future_mt = {__index = future_methods}
 
--- The decoded outcome of an answered request: result or nil, error (kept).
-local function settle(f)
-    if f._settled then
-        if f._error ~= nil then
-            return nil, f._error
-        end
-        return f._result
-    end
-    local raw, err = native.outcome(f._transport, f._request)
+-- Keep the outcome of an answered request, its body decoded (native.outcome()'s
+-- raw body, or nil and its error); return result, or nil and the error.
+local function keep(f, raw, err)
     if raw == nil then
-        if err == nil then
-            return nil, box.error.new(E_PROC_LUA, 'Response is not ready')
-        end
         f._settled, f._error = true, err
         return nil, err
     end
@@ -163,6 +154,20 @@ local function settle(f)
     end
     f._settled, f._result = true, result
     return result
+end
+
+local function settle(f)
+    if f._settled then
+        if f._error ~= nil then
+            return nil, f._error
+        end
+        return f._result
+    end
+    local raw, err = native.outcome(f._transport, f._request)
+    if raw == nil and err == nil then
+        return nil, box.error.new(E_PROC_LUA, 'Response is not ready')
+    end
+    return keep(f, raw, err)
 end
 
 function future_methods:is_ready()
@@ -184,10 +189,17 @@ function future_methods:wait_result(timeout)
     else
         timeout = TIMEOUT_INFINITY
     end
-    if not wait(blocking.wait_result, self._transport, self._request, timeout) then
-        return nil, box.error.new(E_TIMEOUT)
+    if self._settled then
+        return settle(self)
     end
-    return settle(self)
+    local raw, err = native.outcome(self._transport, self._request)
+    if raw == nil and err == nil then      -- not answered yet
+        if not wait(blocking.wait_result, self._transport, self._request, timeout) then
+            return nil, box.error.new(E_TIMEOUT)
+        end
+        raw, err = native.outcome(self._transport, self._request)
+    end
+    return keep(self, raw, err)
 end
 
 function future_methods:discard()
@@ -251,11 +263,11 @@ end
 local trigger_mt = {
     __call = function(list, new, old)
         if new ~= nil and not is_callable(new) then
-            error(string_format('builtin/internal/trigger.lua:24: Usage: %s(callable)',
+            error(string_format('builtin/internal.trigger.lua:23: Usage: %s(callable)',
                                 list.name), 0)
         end
         if old ~= nil and not is_callable(old) then
-            error('builtin/internal/trigger.lua:27: Usage: trigger(new_callable, '
+            error('builtin/internal.trigger.lua:26: Usage: trigger(new_callable, '
                   .. 'old_callable)', 0)
         end
         if new == nil and old == nil then
@@ -276,8 +288,8 @@ local trigger_mt = {
             end
         end
         if old ~= nil then
-            error(string_format('builtin/internal/trigger.lua:%d: %s: trigger is not found',
-                                new == nil and 45 or 55, list.name), 0)
+            error(string_format('builtin/internal.trigger.lua:%d: %s: trigger is not found',
+                                new == nil and 44 or 54, list.name), 0)
         end
         table.insert(list, new)
     end,
@@ -383,7 +395,7 @@ local function request(remote, method, opts, mt, rtype, body)
         end
         timeout = opts.timeout
     end
-    if timeout == nil then
+    if timeout == nil and next(remote._deadlines) ~= nil then
         local deadline = remote._deadlines[fiber.self()]
         timeout = deadline and max(0, deadline - fiber_clock())
     end

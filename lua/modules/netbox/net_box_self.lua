@@ -28,7 +28,7 @@ local function handle_eval_result(status, ...)
             results[i] = decode(encode(results[i]))
         end
     end
-    return unpack(results, 1, select('#', ...))
+    return unpack(results)      -- (trailing nils dropped, as 2.6.0 drops them)
 end
 
 -- call_global(name, ...) answers false when no global function has that name

@@ -18,13 +18,14 @@ to error, error_reconnect or closed fails every request in flight with that erro
 
 Request and response bodies are MsgPack strings the Lua side encodes and decodes
 (with the msgpack module, as 2.6.0's net.box decodes with msgpack): here only the
-header (core/iproto/xrow.py), the error replies (MP_ERROR by
+header (xrow.decode_row for any but the usual fixed-width one), the error replies (MP_ERROR by
 core/iproto/msgpack.error_unpack) and the schema version are read.
 """
 from __future__ import annotations
 
 import errno as errno_codes
 import os
+import struct
 from typing import Any
 
 from spindle.core import log
@@ -37,7 +38,7 @@ from spindle.core.iproto.greeting import GREETING_SIZE, decode_greeting
 from spindle.core.iproto.msgpack import (
     MsgpackError, error_unpack, mp_next, pack, unpack_exact,
 )
-from spindle.core.iproto.xrow import XRow, decode_row, encode_header, frame
+from spindle.core.iproto.xrow import decode_row
 from spindle.core.net.protocol import FrameReader, PacketError
 
 TIMEOUT_INFINITY = 500 * 365 * 86400.0      # net_box.lua's
@@ -46,7 +47,11 @@ VSPACE_ID, VINDEX_ID, VCOLLATION_ID = 281, 289, 277
 ITER_ALL = 2
 FINAL_STATES = frozenset(("closed", "error"))
 _ERRNO_MASK = 0x7FFF
-_HEADS = {}                                # request type -> an XRow for its header
+_TYPE_ERROR = int(IprotoType.TYPE_ERROR)
+_REPLY_HEAD_MARK = b"\x83\x00\xce"
+_REPLY_HEAD_SIZE = 23
+_unpack_reply_head = struct.Struct(">I2xQ2xI").unpack_from
+_pack_request_head = struct.Struct(">BIBBBBBI").pack
 
 
 class LinkError(Exception):
@@ -66,10 +71,10 @@ def state_error(code: int | None, message: str | None) -> BoxError:
 
 
 def encode_request(request_type: int, sync: int, body: bytes) -> bytes:
-    head = _HEADS.get(request_type)
-    if head is None:
-        head = _HEADS[request_type] = XRow(type=request_type)
-    return frame(encode_header(head, sync) + body)
+    """A request frame: `ce <len>`, the header {TYPE, SYNC} with the sync as a u32
+    (fixed widths, as xrow.frame() writes the length; every request type net.box
+    sends is below 0x80), the body."""
+    return _pack_request_head(0xCE, 9 + len(body), 0x82, 0, request_type, 1, 0xCE, sync) + body
 
 
 class Request:
@@ -270,16 +275,16 @@ class Transport:
             self._send(encode_request(IprotoType.AUTH, self._new_sync(),
                                       encode_auth_body(self.user,
                                                        scramble(greeting.salt, self.password))))
-            row = self._read_row()
-            if row.type != IprotoType.OK:
-                raise LinkError(ErrorCode.ER_NO_CONNECTION, _error_24(row.body))
-            schema_version = row.schema_version
+            status, _, schema_version, body = self._read_reply()
+            if status != IprotoType.OK:
+                raise LinkError(ErrorCode.ER_NO_CONNECTION, _error_24(body))
         self._set_state("fetch_schema")
         self._fetch_schema(schema_version)
         while True:
-            self._dispatch(self._read_row())
+            self._dispatch(self._read_reply())
 
-    def _read_row(self) -> XRow:
+    def _read_reply(self) -> tuple[int, int, int, bytes | None]:
+        """The next reply: (status, sync, schema version, body)."""
         frames = self.frames
         assert frames is not None
         try:
@@ -294,35 +299,37 @@ class Transport:
             raise LinkError(ErrorCode.ER_NO_CONNECTION, os.strerror(exc.errno or 0)) from None
         if packet is None:
             raise LinkError(ErrorCode.ER_NO_CONNECTION, "Peer closed")
-        return decode_row(packet, 0, len(packet), exact=True)[0]
+        if packet[:3] == _REPLY_HEAD_MARK and packet[7:9] == b"\x01\xcf" \
+                and packet[17:19] == b"\x05\xce":
+            # the header every 2.6.0 (and Spindle) reply has: 83 00 ce.. 01 cf.. 05 ce..
+            status, sync, version = _unpack_reply_head(packet, 3)
+            return status, sync, version, packet[_REPLY_HEAD_SIZE:] or None
+        row = decode_row(packet, 0, len(packet), exact=True)[0]
+        return row.type, row.sync, row.schema_version, row.body
 
     # ------------------------------------------------------------ responses
 
-    def _dispatch(self, row: XRow) -> None:
-        status = row.type
+    def _dispatch(self, reply: tuple[int, int, int, bytes | None]) -> None:
+        status, sync, version, body = reply
         if status == IprotoType.CHUNK:          # box.session.push(): kept for pairs()
-            request = self.requests.get(row.sync)
+            request = self.requests.get(sync)
             if request is not None:
                 if request.pushes is None:
                     request.pushes = []
-                request.pushes.append(row.body or b"\x80")
+                request.pushes.append(body or b"\x80")
                 if request.cond is not None:
                     request.cond.broadcast()
             return
-        request = self.requests.pop(row.sync, None)
+        request = self.requests.pop(sync, None)
         if request is not None:
-            if status & IprotoType.TYPE_ERROR:
-                error = reply_error(status, row.body)
-                if request.schema_part:
-                    self._schema_reply(request, row, error)
-                else:
-                    request.finish(None, error)
-            elif request.schema_part:
-                self._schema_reply(request, row, None)
+            if request.schema_part:
+                self._schema_reply(request, version, body,
+                                   reply_error(status, body) if status & _TYPE_ERROR else None)
+            elif status & _TYPE_ERROR:
+                request.finish(None, reply_error(status, body))
             else:
-                request.finish(row.body or b"\x80", None)
-        if (self.state == "active" and row.schema_version > 0
-                and row.schema_version != self.schema_version):
+                request.finish(body or b"\x80", None)
+        if self.state == "active" and version > 0 and version != self.schema_version:
             # The schema changed: load the new one (requests keep flowing meanwhile).
             self._set_state("fetch_schema")
             self._fetch_schema(0)
@@ -346,7 +353,8 @@ class Transport:
             self._send(encode_request(IprotoType.SELECT, sync, _select_all_body(space_id)))
         self._schema_wanted = len(parts)
 
-    def _schema_reply(self, request: Request, row: XRow, error: BoxError | None) -> None:
+    def _schema_reply(self, request: Request, version: int, body: bytes | None,
+                      error: BoxError | None) -> None:
         schema = self._schema
         if schema is None:
             return
@@ -354,15 +362,15 @@ class Transport:
             if request.schema_part == 3 and error.code == ErrorCode.ER_NO_SUCH_SPACE:
                 self._schema_wanted -= 1        # a peer without _vcollation
             else:
-                raise LinkError(ErrorCode.ER_NO_CONNECTION, _error_24(row.body))
+                raise LinkError(ErrorCode.ER_NO_CONNECTION, _error_24(body))
         else:
             if self._schema_seen is None:
-                self._schema_seen = row.schema_version
-            elif self._schema_seen != row.schema_version:
+                self._schema_seen = version
+            elif self._schema_seen != version:
                 # the schema changed while it was fetched: start over
                 self._fetch_schema(0)
                 return
-            schema[request.schema_part] = row.body or b"\x80"
+            schema[request.schema_part] = body or b"\x80"
         if len(schema) == self._schema_wanted:
             self._schema = None
             version = self._schema_seen or 0
@@ -377,14 +385,29 @@ class Transport:
         self.next_sync = (sync + 1) & 0x7FFFFFFF
         return sync
 
-    def perform_async(self, request_type: int, body: bytes) -> Request:
-        """perform_async_request(): the request goes out, its future comes back."""
+    def perform_async(self, request_type: int, body: bytes, now: bool = False) -> Request:
+        """perform_async_request(): the request goes out, its future comes back.
+        `now`: the caller waits for it at once, so it is written at once when
+        nothing is queued before it (a turn of the event loop sooner)."""
         if self.state != "active" and self.state != "fetch_schema":
             raise state_error(self.last_code, self.last_error)
         sync = self.next_sync
         self.next_sync = (sync + 1) & 0x7FFFFFFF
         request = self.requests[sync] = Request(sync)
-        self._send(encode_request(request_type, sync, body))
+        data = encode_request(request_type, sync, body)
+        sock = self.sock
+        if now and len(self.requests) == 1 and not self._out and self._writer is None \
+                and sock is not None:
+            # (with other requests in flight the batch written at the next loop
+            # turn takes this one too: one write for many fibers' requests)
+            try:
+                sent = sock.send_nowait(data)
+            except OSError:
+                return request      # the reader sees the broken connection
+            if sent == len(data):
+                return request
+            data = data[sent:]
+        self._send(data)
         return request
 
     def wait_result(self, request: Request, timeout: float | None) -> bool:
@@ -426,7 +449,7 @@ class Transport:
         deadline = _deadline(sched, timeout)
         if self.state != "active":
             self.wait_state("active", _remaining(sched, deadline))
-        request = self.perform_async(request_type, body)
+        request = self.perform_async(request_type, body, now=True)
         if not self.wait_result(request, _remaining(sched, deadline)):
             raise ClientError(ErrorCode.ER_TIMEOUT)
         body = self.result(request)
