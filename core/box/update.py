@@ -17,17 +17,19 @@ Facts from src/box/xrow_update*.c of the 2.6.0 tag, checked against the binary:
 * UPSERT applies the operations skipping the ones that fail with a ClientError (2.6.0
   logs them with say_error); malformed operations still fail the whole request.
 
-Not supported: JSON paths into nested fields (e.g. 'a.b', '[2][1]'), which 2.6.0 can
-update; they raise ER_UNSUPPORTED. Floats that Tarantool would store as MsgPack float32
-are plain Python floats here (same value).
+* A field named by a string may be a JSON path into it ('f.a[2]', '[3].x'):
+  update_path.py.
+
+Floats that Tarantool would store as MsgPack float32 are plain Python floats here
+(same value).
 """
 from __future__ import annotations
 
 import decimal
-import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from spindle.core.box import update_path
 from spindle.core.box.field_types import INT64_MIN, UINT64_MAX, is_uint
 from spindle.core.iproto.msgpack import MP_EXT_DECIMAL, decimal_unpack_zeroed, ext_code
 from spindle.core.iproto.errors import ClientError, ErrorCode
@@ -37,7 +39,6 @@ INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 _ARG_COUNT = {"=": 3, "!": 3, "+": 3, "-": 3, "&": 3, "|": 3, "^": 3, ":": 5, "#": 3}
 _DECIMAL_CONTEXT = decimal.Context(prec=38, Emax=10 ** 6, Emin=-10 ** 6,
                                    traps=[decimal.Overflow, decimal.InvalidOperation])
-_BRACKET_NUM = re.compile(r"^\[\s*(-?\d+)\s*\]$")
 
 
 @dataclass
@@ -46,6 +47,7 @@ class UpdateOp:
     field_no: int              # 0-based, or negative (from the end)
     name: str | None           # the path as given, when the field was named by a string
     args: tuple                # decoded arguments
+    rest: int | None = None    # where a JSON path into the field goes on in `name`
 
     def field_str(self) -> str:
         """xrow_update_op_field_str(): how messages name the field."""
@@ -83,26 +85,33 @@ def _is_arith_value(v: Any) -> bool:
 
 
 def _decode_field(op_num: int, raw: Any, index_base: int,
-                  field_names: Mapping[str, int] | None) -> tuple[int, str | None]:
+                  field_names: Mapping[str, int] | None) -> tuple[int, str | None, int | None]:
+    """(0-based field number, the name as given, where a path into it goes on)."""
     if _is_int(raw):
         if not _is_int32(raw):
             # 2.6.0 prints a stale field number here; we print the value given.
             raise ClientError(ErrorCode.ER_UPDATE_ARG_TYPE, "?", str(raw), "an integer")
         if raw - index_base >= 0:
-            return raw - index_base, None
+            return raw - index_base, None, None
         if raw < 0:
-            return raw, None
+            return raw, None, None
         raise ClientError(ErrorCode.ER_NO_SUCH_FIELD_NO, raw)
     if isinstance(raw, str):
         if field_names and raw in field_names:
-            return field_names[raw], raw
-        m = _BRACKET_NUM.match(raw)
-        if m:
-            return int(m.group(1)) - 1, raw
-        head = re.split(r"[.\[]", raw, maxsplit=1)[0]
-        if head != raw and (head in (field_names or {}) or raw.startswith("[")):
-            raise ClientError(ErrorCode.ER_UNSUPPORTED, "Spindle", "JSON path updates")
-        raise ClientError(ErrorCode.ER_NO_SUCH_FIELD_NAME, raw)
+            return field_names[raw], raw, None
+        # the first token of a JSON path now, the rest when the operation runs
+        try:
+            token, pos = update_path.lex(raw, 0, True) if raw else (None, 0)
+        except update_path.PathError as exc:
+            raise ClientError(ErrorCode.ER_UPDATE_FIELD, f"'{raw}'",
+                              f"invalid JSON in position {exc.position}") from None
+        if isinstance(token, int):
+            fieldno = token
+        elif token != "*" and token is not None and field_names and token in field_names:
+            fieldno = field_names[token]
+        else:
+            raise ClientError(ErrorCode.ER_NO_SUCH_FIELD_NAME, raw)
+        return fieldno, raw, (pos if pos < len(raw) else None)
     raise ClientError(ErrorCode.ER_ILLEGAL_PARAMS, "field id must be a number or a string")
 
 
@@ -136,8 +145,8 @@ def _decode_op(op_num: int, raw_op: Any, index_base: int,
     if len(raw_op) != expected:
         raise ClientError(ErrorCode.ER_UNKNOWN_UPDATE_OP, op_num,
                           f"wrong number of arguments, expected {expected}, got {len(raw_op)}")
-    field_no, name = _decode_field(op_num, raw_op[1], index_base, field_names)
-    op = UpdateOp(opcode, field_no, name, ())
+    field_no, name, rest = _decode_field(op_num, raw_op[1], index_base, field_names)
+    op = UpdateOp(opcode, field_no, name, (), rest)
     args = raw_op[2:]
     if opcode in "=!":
         op.args = (args[0],)
@@ -182,13 +191,35 @@ def _decode_op(op_num: int, raw_op: Any, index_base: int,
 # Applying.
 
 class _Slot:
-    """One field of the tuple being updated; `touched` marks a scalar update."""
+    """One field of the tuple being updated; `touched` marks a scalar update.
+    `paths` the (tokens, op) of the JSON path operations into it, `base` its value
+    before the first of them (None: no path operation, or it cannot be rebuilt)."""
 
-    __slots__ = ("value", "touched")
+    __slots__ = ("value", "touched", "paths", "base")
 
     def __init__(self, value: Any, touched: bool = False):
         self.value = value
         self.touched = touched
+        self.paths: list | None = None
+        self.base: Any = None
+
+    def whole(self, value: Any) -> None:
+        """The field is set whole: path operations before it no longer count."""
+        self.value = value
+        self.touched = True
+        self.paths = None
+
+
+class _PathErrors:
+    """How update_path.py words its errors: as this module does."""
+
+    @staticmethod
+    def field(op: UpdateOp, reason: str) -> ClientError:
+        return _update_field_error(op, reason)
+
+    @staticmethod
+    def missing(op: UpdateOp) -> ClientError:
+        return _no_such_field(op)
 
 
 def _adjust(op: UpdateOp, count: int) -> int:
@@ -276,6 +307,9 @@ def _apply_scalar(op: UpdateOp, old: Any) -> Any:
 
 def _apply(op: UpdateOp, slots: list[_Slot]) -> None:
     code = op.opcode
+    if op.rest is not None:
+        _apply_path(op, slots[_adjust(op, len(slots))])
+        return
     if code == "!":
         pos = _adjust(op, len(slots) + 1)
         slots.insert(pos, _Slot(op.args[0]))
@@ -285,8 +319,7 @@ def _apply(op: UpdateOp, slots: list[_Slot]) -> None:
             slots.append(_Slot(op.args[0]))       # '=' on n+1 is an insert
             return
         pos = _adjust(op, len(slots))
-        slots[pos].value = op.args[0]
-        slots[pos].touched = True
+        slots[pos].whole(op.args[0])
         return
     if code == "#":
         pos = _adjust(op, len(slots))
@@ -296,8 +329,34 @@ def _apply(op: UpdateOp, slots: list[_Slot]) -> None:
     slot = slots[pos]
     if slot.touched:
         raise _update_field_error(op, "double update of the same field")
-    slot.value = _apply_scalar(op, slot.value)
-    slot.touched = True
+    slot.whole(_apply_scalar(op, slot.value))
+
+
+def _apply_path(op: UpdateOp, slot: _Slot) -> None:
+    """An operation on a JSON path inside the field of `slot` (update_path.py)."""
+    assert op.name is not None and op.rest is not None
+    try:
+        tokens = update_path.lex_rest(op.name, op.rest)
+    except update_path.PathError as exc:
+        raise _update_field_error(op, f"invalid JSON in position {exc.position}") from None
+    before = slot.paths or []
+    update_path.check_repeat(op, tokens, [t for t, _ in before], slot.value, _PathErrors)
+    value = update_path.apply_path(op, slot.value, tokens, _PathErrors, _apply_scalar)
+    if slot.paths is None:
+        # (a field set whole before: 2.6.0 crashes; its new value is updated)
+        slot.base = None if slot.touched else slot.value
+        slot.paths = []
+    slot.paths.append((tokens, op))
+    slot.value = value
+
+
+def _finish(slots: list[_Slot]) -> tuple:
+    """The new tuple; a field several path operations went into is rebuilt in
+    2.6.0's order of map keys (update_path.rebuild)."""
+    for slot in slots:
+        if slot.paths is not None and len(slot.paths) > 1 and slot.base is not None:
+            slot.value = update_path.rebuild(slot.base, slot.paths, _apply_scalar)
+    return tuple(slot.value for slot in slots)
 
 
 def apply_ops(old: Sequence[Any], ops: list[UpdateOp], *,
@@ -313,7 +372,7 @@ def apply_ops(old: Sequence[Any], ops: list[UpdateOp], *,
             _apply(op, slots)
         except ClientError as err:
             on_error(err)
-    return tuple(slot.value for slot in slots)
+    return _finish(slots)
 
 
 def update_tuple(old: Sequence[Any], ops: Any, *, index_base: int = 1,

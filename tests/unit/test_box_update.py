@@ -148,10 +148,25 @@ def test_too_many_operations():
     decode_ops([["=", 1, 1]] * 4000)
 
 
-def test_json_paths_unsupported():
+def test_json_paths():
+    """(tests/interop/test_update_path_oracle.py checks them against 2.6.0)"""
+    names = {"m": 1}
+    assert update_tuple((1, {"a": 1}), [["=", "m.a", 2]], field_names=names) == (1, {"a": 2})
+    # one operation: a new key goes first; an existing one stays in place
+    result = update_tuple((1, {"a": 1, "b": 2}), [["=", "m.z", 0], ["=", "[1]", 5]],
+                          field_names=names)
+    assert list(result[1]) == ["z", "a", "b"] and result[0] == 5
+    # several: the keys they touch first
+    result = update_tuple((1, {"a": 1, "b": 2, "c": 3}), [["=", "[2].c", 9], ["+", "m.a", 1]],
+                          field_names=names)
+    assert list(result[1].items()) == [("c", 9), ("a", 2), ("b", 2)]
     with pytest.raises(ClientError) as e:
-        update_tuple((1, {"a": 1}), [["=", "m.a", 2]], field_names={"m": 1})
-    assert e.value.code == ErrorCode.ER_UNSUPPORTED
+        update_tuple((1, {"a": 1}), [["=", "m..a", 2]], field_names=names)
+    assert str(e.value) == "Field 'm..a' UPDATE error: invalid JSON in position 3"
+    with pytest.raises(ClientError) as e:
+        update_tuple((1, {"a": 1}), [["=", "m.q.r", 2]], field_names=names)
+    assert e.value.code == ErrorCode.ER_NO_SUCH_FIELD_NAME
+    assert str(e.value) == "Field ''m.q.r'' was not found in the tuple"
 
 
 def test_upsert_skips_failing_operations():
