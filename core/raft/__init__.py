@@ -1,0 +1,1 @@
+"""Leader election: the Raft state machine (raft.py), pure, driven by the instance."""
