@@ -6,16 +6,16 @@ them out (growing, a freed one reused first, the last freed first), and every an
 comes in the order of those ids, as 2.6.0's bitset iterator walks its bitmaps.
 
 The index keeps, as 2.6.0's bitset_index does, one bitmap of ids per bit (`_postings`)
-and one of every id (`_all`), plus one per whole value (`_by_value`) for EQ. A search
-combines bitmaps (pyroaring, C) and visits only the ids that match:
+and one of every id (`_all`). A search combines bitmaps (pyroaring, C) and visits only
+the ids that match:
 
 * BITS_ALL_SET: the intersection of the key's bits' bitmaps (no bit asked: nothing,
   as in 2.6.0); BITS_ANY_SET: their union; BITS_ALL_NOT_SET: every id less that union;
   ALL: every id;
-* EQ: 2.6.0 looks at the key's bytes only (an unsigned's 8, a string's length): an
-  unsigned key finds its value's bitmap; a string key the ids with the key's bits
-  and none of the other bits of its bytes, whatever follows ('a' finds 'ab', ''
-  finds every tuple).
+* EQ: the ids with every bit of the key and none of the other bits of its bytes:
+  2.6.0 looks at the key's bytes only (an unsigned's 8, a string's length), so a
+  string key finds longer strings that begin as it does ('a' finds 'ab', '' finds
+  every tuple).
 """
 from __future__ import annotations
 
@@ -74,7 +74,6 @@ class BitsetIndex(Index):
         self._free: list = []         # freed tuple ids, the last freed at the end
         self._all = BitMap()
         self._postings: dict = {}     # bit number -> BitMap of tuple ids
-        self._by_value: dict = {}     # bits -> BitMap of tuple ids
         self._version = 0             # moves at every change (see _iterate)
 
     bits = staticmethod(bits_of)
@@ -117,10 +116,6 @@ class BitsetIndex(Index):
             if posting is None:
                 postings[bit] = posting = BitMap()
             posting.add(tid)
-        same = self._by_value.get(value)
-        if same is None:
-            self._by_value[value] = same = BitMap()
-        same.add(tid)
         self._version += 1
 
     def _delete_raw(self, tup: Any) -> None:
@@ -137,10 +132,6 @@ class BitsetIndex(Index):
             posting.discard(tid)
             if not posting:
                 del postings[bit]
-        same = self._by_value[value]
-        same.discard(tid)
-        if not same:
-            del self._by_value[value]
         self._version += 1
 
     # -- reading ----------------------------------------------------------------
@@ -156,19 +147,16 @@ class BitsetIndex(Index):
         want = bits_of(key[0])
         postings = self._postings
         if it is It.EQ:
-            mask = key_mask(key[0])
-            if mask is None:
-                same = self._by_value.get(want)
-                return same.copy() if same is not None else BitMap()
-            found = self._all.copy()
+            sets = []
             for bit in bit_numbers(want):
                 posting = postings.get(bit)
                 if posting is None:
                     return BitMap()
-                found &= posting
-            for bit in bit_numbers(mask & ~want):
-                posting = postings.get(bit)
-                if posting is not None:
+                sets.append(posting)
+            found = BitMap.intersection(*sets) if sets else self._all.copy()
+            mask = key_mask(key[0])
+            for bit, posting in postings.items():
+                if not want >> bit & 1 and (mask is None or mask >> bit & 1):
                     found -= posting
             return found
         if it is It.BITS_ALL_SET:
