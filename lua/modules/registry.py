@@ -33,6 +33,7 @@ MODULES: list[tuple[str, str, bool]] = [
     ("msgpackffi", ".msgpackffi:build", False),
     ("key_def", ".key_def:build", False),
     ("iconv", ".iconv:build", False),
+    ("buffer", ".buffer:build", False),
     ("box", ".box:build", True),
     ("console", ".console:build", False),
     ("net.box", ".netbox:build", False),

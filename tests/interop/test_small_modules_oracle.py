@@ -400,3 +400,56 @@ show('empty', c, '')
 
 def test_iconv_as_tarantool(tmp_path):
     assert_same_output(ICONV, tmp_path, min_lines=18)
+
+BUFFER = r"""
+local buffer = require('buffer')
+local ffi = require('ffi')
+show('keys', function()
+    local t = {} for k, v in pairs(buffer) do t[#t + 1] = k .. ':' .. type(v) end
+    table.sort(t) return table.concat(t, ' ')
+end)
+local b = buffer.ibuf()
+show('new', function() return type(b), tostring(b), b:size(), b:capacity(), b:unused(), b.rpos == b.wpos end)
+show('fields', function() return b.start_capacity, b.buf == nil, ffi.sizeof(b), tostring(ffi.typeof(b)) end)
+show('alloc', function()
+    local p = b:alloc(10)
+    ffi.copy(p, 'helloworld', 10)
+    return tostring(ffi.typeof(p)), b:size(), b:capacity(), b:unused(), ffi.string(b.rpos, b:size())
+end)
+show('read', function() return ffi.string(b:read(5), 5), b:size() end)
+show('reserve', function() return tostring(ffi.typeof(b:reserve(100))), b:size(), b:capacity() end)
+show('checksize', function() return b:checksize(3) ~= nil, b:size() end)
+show('recycle', function() b:recycle() return b:size(), b:capacity() end)
+show('sized', function()
+    local b2 = buffer.ibuf(64)
+    local before = b2:capacity()
+    b2:alloc(3) b2:reset()
+    return before, b2:size(), b2:capacity()
+end)
+show('growth', function()
+    local g = buffer.ibuf()
+    local out = {}
+    g:reserve(20000) out[#out + 1] = g:capacity()
+    g:alloc(20000) g:alloc(20000) out[#out + 1] = g:capacity()
+    g:read(30000) g:reserve(40000) out[#out + 1] = g:capacity() .. '/' .. g:size()
+    local z = buffer.ibuf(0) z:reserve(1) out[#out + 1] = z:capacity()
+    return out
+end)
+show('shared', function() return tostring(buffer.IBUF_SHARED), buffer.READAHEAD end)
+show('usage', buffer.ibuf, 'x')
+show('no object', b.unused)
+show('no object size', b.size, 5)
+show('static', function()
+    return tostring(ffi.typeof(buffer.static_alloc('char', 10))), tostring(ffi.typeof(buffer.static_alloc('int')))
+end)
+show('decode from ibuf', function()
+    local s = require('msgpack').encode({1, 2})
+    local b3 = buffer.ibuf()
+    ffi.copy(b3:alloc(#s), s, #s)
+    return require('msgpack').decode(ffi.cast('char *', b3.rpos), b3:size())[2]
+end)
+"""
+
+
+def test_buffer_as_tarantool(tmp_path):
+    assert_same_output(BUFFER, tmp_path, min_lines=14)
