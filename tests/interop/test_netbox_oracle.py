@@ -6,7 +6,8 @@ The client connects (and fails to: a wrong password, an unknown user, a closed
 port, a missing unix socket), calls, evals, selects and changes data through
 conn.space, meets the errors of each (no such procedure, a Lua error, a duplicate
 key, wrong arguments, bad options), uses is_async futures (result before and after
-the response, wait_result with a timeout, discard), per-request timeouts, many
+the response, wait_result with a timeout, discard, pairs over box.session.push
+messages), on_push, per-request timeouts, many
 fibers on one connection answered out of order, a schema reload after DDL, the
 triggers and close(). Another test restarts the server under a connection with
 reconnect_after; another runs net.box.self. Bad peers are a small Python server:
@@ -48,6 +49,7 @@ function fail() error('failed here') end
 function big() return 2^60, -2^62, 1e15, 18446744073709551615ULL end
 function nulls() return box.NULL, {1, box.NULL, 3}, {a = box.NULL} end
 function multi() return 1, 'two', {3}, {k = 'v'} end
+function pusher() box.session.push(1) box.session.push({2, 'x'}) return 'final' end
 box.schema.func.create('echo')
 box.cfg{listen = arg[1]:find('/') and arg[1] or '127.0.0.1:' .. arg[1]}
 """
@@ -187,6 +189,13 @@ for i = 1, 50 do many[i] = c:call('echo', {i}, {is_async = true}) end
 local total = 0
 for i = 1, 50 do total = total + many[i]:wait_result()[1] end
 print('pipelined', total)
+local pf = c:call('pusher', {}, {is_async = true})
+for i, m in pf:pairs(5) do print('pairs', i, json.encode(m)) end
+local pushed = {}
+print('on_push', c:call('pusher', {}, {on_push = function(ctx, m) table.insert(ctx, m) end,
+                                      on_push_ctx = pushed}), json.encode(pushed))
+try('asyncpush', c.call, c, 'pusher', {}, {is_async = true, on_push = print})
+try('badpairs', pf.pairs, pf, -1)
 
 -- timeouts
 try('timeout', c.call, c, 'slow', {0.5}, {timeout = 0.05})

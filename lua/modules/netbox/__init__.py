@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from spindle.core.fiber import Cond
 from spindle.core.replication.uri import parse_uri
 
 from ...runtime import Multi, read_source
-from .transport import TIMEOUT_INFINITY, Request, Transport
+from .transport import TIMEOUT_INFINITY, Request, Transport, endless
 
 
 class NetBoxModule:
@@ -96,12 +97,12 @@ class NetBoxModule:
     @staticmethod
     def _wait_push(tr: Transport, req: Request, i, timeout) -> None:
         """Park until the request has a push number `i`, is answered, or `timeout`."""
-        if req.done or len(req.pushes or ()) >= int(i):
+        if req.done or len(req.pushes or ()) >= int(i) or not tr.alive():
             return
-        from spindle.core.fiber import Cond
         if req.cond is None:
             req.cond = Cond(tr.sched)
-        req.cond.wait(float(timeout))
+        timeout = float(timeout)
+        req.cond.wait(None if endless(timeout) else timeout)
 
     def _wait_state(self, tr: Transport, target, timeout) -> bool:
         if isinstance(target, bytes):

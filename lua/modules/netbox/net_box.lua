@@ -378,6 +378,39 @@ end
 
 local remote_methods = {}
 
+-- A synchronous request whose box.session.push() messages go to opts.on_push(ctx,
+-- message) as they come, then its result.
+local function request_with_pushes(remote, method, opts, mt, rtype, body, timeout)
+    local transport = remote._transport
+    local deadline = fiber_clock() + (timeout or TIMEOUT_INFINITY)
+    if remote.state ~= 'active' then
+        wait(blocking.wait_state, transport, 'active', max(0, deadline - fiber_clock()))
+    end
+    local f = setmetatable({_transport = transport, _request =
+        native.perform_async(transport, rtype, body), _method = method, _mt = mt}, future_mt)
+    local seen = 0
+    while true do
+        local push = native.push(transport, f._request, seen + 1)
+        if push ~= nil then
+            seen = seen + 1
+            opts.on_push(opts.on_push_ctx, data_of(push)[1])
+        elseif native.is_ready(transport, f._request) then
+            break
+        else
+            local remaining = deadline - fiber_clock()
+            if remaining <= 0 then
+                box.error(E_TIMEOUT)
+            end
+            wait(blocking.wait_push, transport, f._request, seen + 1, remaining)
+        end
+    end
+    local result, err = settle(f)
+    if err ~= nil then
+        box.error(err)
+    end
+    return result
+end
+
 -- remote:_request(): a future with is_async, else the decoded result (the
 -- transport waits for `active`, the response and a schema reload it started).
 local function request(remote, method, opts, mt, rtype, body)
@@ -398,6 +431,9 @@ local function request(remote, method, opts, mt, rtype, body)
     if timeout == nil and next(remote._deadlines) ~= nil then
         local deadline = remote._deadlines[fiber.self()]
         timeout = deadline and max(0, deadline - fiber_clock())
+    end
+    if opts and opts.on_push then
+        return request_with_pushes(remote, method, opts, mt, rtype, body, timeout)
     end
     local raw = wait(blocking.request, transport, rtype, body, timeout)
     local result, code = decoders[method](raw, mt)

@@ -500,9 +500,14 @@ class Transport:
 
 # ------------------------------------------------------------------ helpers
 
+def endless(timeout: float | None) -> bool:
+    """No timeout at all: None, or about TIMEOUT_INFINITY (what is left of it after
+    a while too), which the poller would refuse as a wait."""
+    return timeout is None or timeout > TIMEOUT_INFINITY / 2
+
+
 def _deadline(sched, timeout: float | None) -> float | None:
-    """None for no timeout (TIMEOUT_INFINITY too: the poller takes no such wait)."""
-    if timeout is None or timeout >= TIMEOUT_INFINITY:
+    if endless(timeout):
         return None
     return sched.clock() + max(0.0, timeout)
 
