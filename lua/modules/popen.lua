@@ -59,6 +59,24 @@ local function wrong(func, name, expected, what)
                                  name, expected, what))
 end
 
+-- a status from Python's [state, code or signal, signal name]
+local function status_table(fields)
+    if fields[1] == 'exited' then
+        return {state = 'exited', exit_code = fields[2]}
+    elseif fields[1] == 'signaled' then
+        local result = {state = 'signaled'}
+        result.signame = fields[3]
+        result.signo = fields[2]
+        return result
+    end
+    return {state = fields[1]}
+end
+
+local function with_status(info)
+    info.status = status_table(info.status)
+    return info
+end
+
 -- methods ------------------------------------------------------------------------
 
 local methods = {}
@@ -96,7 +114,7 @@ function methods.write(self, data, opts)
 end
 
 function methods.wait(self)
-    return wait(blocking.wait, id_of(self, 'ph:wait()'))
+    return status_table(wait(blocking.wait, id_of(self, 'ph:wait()')))
 end
 
 function methods.signal(self, signo)
@@ -116,7 +134,7 @@ function methods.terminate(self)
 end
 
 function methods.info(self)
-    return native.info(id_of(self, 'ph:info()'))
+    return with_status(native.info(id_of(self, 'ph:info()')))
 end
 
 function methods.shutdown(self, opts)
@@ -153,12 +171,16 @@ mt.__index = function(self, key)
     if ref == nil then
         return nil
     end
-    return native.field(ref.id, key)
+    local value = native.field(ref.id, key)
+    if key == 'status' then
+        return status_table(value)
+    end
+    return value
 end
 -- (the serializers find it by indexing the handle, as 2.6.0's do)
 function methods.__serialize(self)
     local ref = refs[self]
-    return ref and native.field(ref.id, 'serialize')
+    return ref and with_status(native.field(ref.id, 'serialize'))
 end
 
 -- constructors ---------------------------------------------------------------------

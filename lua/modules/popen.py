@@ -71,13 +71,15 @@ class Handle:
         except (AttributeError, OSError):
             self.pidfd = None
 
-    def status(self) -> dict:
+    def status(self) -> list:
+        """[state, exit code | signal number, signal name]: popen.lua makes the
+        table (a table made in Lua lists its keys in 2.6.0's order)."""
         code = self.process.returncode
         if code is None:
-            return {"state": "alive"}
+            return ["alive"]
         if code < 0:
-            return {"state": "signaled", "signo": -code, "signame": _SIGNAL_OF.get(-code)}
-        return {"state": "exited", "exit_code": code}
+            return ["signaled", -code, _SIGNAL_OF.get(-code)]
+        return ["exited", code]
 
 
 class PopenModule:

@@ -148,11 +148,14 @@ end
 
 local function call(self, result_on_failure, fn, ...)
     self._errno = nil
-    local result, code = fn(...)
+    local result, extra = fn(...)
     if result == nil then
-        return failed(self, code, result_on_failure)
+        return failed(self, extra, result_on_failure)
     end
-    return result, code
+    if extra == nil then
+        return result         -- (one value, as the console shows it)
+    end
+    return result, extra
 end
 
 function methods.sysconnect(self, host, port)
