@@ -79,10 +79,10 @@ def test_values_are_decimal_t_cdata(instance):
     assert texts(instance, """
         local decimal, ffi = require('decimal'), require('ffi')
         local d = decimal.new('-123456.789')
-        return type(d), ffi.sizeof(d), ffi.typeof(d), d.digits, d.exponent, d.bits,
-               d.lsu[0], d.lsu[2], d, decimal.is_decimal(d)""") == [
-        "cdata", "36", "ctype<struct 114>", "9", "-3", "128", "789", "123", "-123456.789",
-        "true"]
+        -- (the struct's number depends on how many ctypes other modules made first)
+        return type(d), ffi.sizeof(d), tostring(ffi.typeof(d)):match('^ctype<struct %d+>$') ~= nil,
+               d.digits, d.exponent, d.bits, d.lsu[0], d.lsu[2], d, decimal.is_decimal(d)""") == [
+        "cdata", "36", "true", "9", "-3", "128", "789", "123", "-123456.789", "true"]
 
 
 def test_text_keeps_the_exponent_out(instance):
