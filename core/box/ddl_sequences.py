@@ -129,13 +129,14 @@ class SequenceDdl:
                 raise ClientError(E.ER_NO_SUCH_SEQUENCE, name_or_id)
             return
 
-        def drop():
-            self._revoke_object_privs("sequence", row[0])
-            self._write(SEQUENCE_DATA, "delete", [row[0]])
-            old = self.engine.space(SEQUENCE).get([row[0]])
-            self._write(SEQUENCE, "delete", [row[0]],
-                        check=lambda: self.checks.sequence_drop(old))
-        self._run(drop)
+        # Three statements, each committed on its own as in 2.6.0 (not one `_run`):
+        # a sequence a space still uses is refused at the last, after its grants and
+        # its `_sequence_data` row are gone (its value reset, if next() had set one).
+        self._run(self._revoke_object_privs, "sequence", row[0])
+        self._run(self._write, SEQUENCE_DATA, "delete", [row[0]])
+        old = self.engine.space(SEQUENCE).get([row[0]])
+        self._run(lambda: self._write(SEQUENCE, "delete", [row[0]],
+                                      check=lambda: self.checks.sequence_drop(old)))
 
     # ====================================================== space <-> sequence
 
