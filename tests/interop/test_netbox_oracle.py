@@ -282,6 +282,66 @@ def test_netbox_client_matches_tarantool(tmp_path):
         assert output.splitlines() == reference.splitlines(), key
 
 
+CLIENT_MORE = PRELUDE + r"""
+local c16 = net.connect('u:p@' .. addr, {call_16 = true})
+try('call16', c16.call, c16, 'multi')
+try('call16b', c16.call, c16, 'sum', 1, 2)
+try('eval16', c16.eval, c16, 'return 1, 2')
+local c = net.connect('127.0.0.1', tonumber(arg[1]), {user = 'u', password = 'p'})
+print('hostport', c.state, c.host, c.port == tonumber(arg[1]), type(c.port))
+c:eval([[local s = box.schema.space.create('ci', {format = {{'k', 'string'}}})
+s:create_index('pk', {parts = {{1, 'string', collation = 'unicode_ci'}}})
+s:create_index('sk', {parts = {{1, 'string', is_nullable = true}}, unique = false})
+s:insert{'Abc'}
+for i = 1, 3000 do box.space.test:replace{i, string.rep('x', 50)} end]])
+c:ping()
+local ci = c.space.ci
+print('coll', ci.index.pk.parts[1].collation, ci.index.pk.parts[1].collation_id,
+      ci.index.sk.parts[1].is_nullable, json.encode(ci:get('aBC')))
+local rows = c.space.test:select({}, {limit = 5000})
+print('big', #rows, rows[3000][1])
+local tc = net.timeout(0.5).connect(addr, {user = 'u', password = 'p'})
+print('ntimeout', tc.state)
+print('ctimeout', c:timeout(0.05):call('slow', {0}) == 'done')
+try('ctimeout2', function() return c:timeout(0.05):call('slow', {0.3}) end)
+local conns = {}
+for i = 1, 20 do conns[i] = net.connect('u:p@' .. addr, {wait_connected = false}) end
+local ok = 0
+for i = 1, 20 do
+    if conns[i]:wait_connected(10) and conns[i]:call('sum', {i, 1}) == i + 1 then
+        ok = ok + 1
+    end
+end
+print('conns', ok)
+for i = 1, 20 do conns[i]:close() end
+-- ddl while requests are in flight
+local futures = {}
+for i = 1, 20 do futures[i] = c:call('slow', {0.05}, {is_async = true}) end
+c:eval("box.schema.space.create('mid')")
+local n = 0
+for i = 1, 20 do if futures[i]:wait_result(5) == nil then n = n + 1 end end
+c:ping()
+print('mid', n, c.space.mid ~= nil, c.space.mid.index[0])
+local w = net.connect('127.0.0.1:1', {wait_connected = 0.1})
+print('wc num', w.state)
+print(pcall(c.close))
+print(c:close(), c:close(), c.state)
+try('closed again', c.ping, c)
+os.exit(0)
+"""
+
+
+def test_netbox_options_and_many_connections(tmp_path):
+    """call_16, host and port apart, collations and nullable parts of the schema, a
+    big select, net.box.timeout() and conn:timeout(), twenty connections, DDL with
+    requests in flight, wait_connected as a number, close() twice."""
+    outputs = _matrix(tmp_path, CLIENT_MORE)
+    reference = outputs["tarantool", "tarantool"]
+    assert "closed again\tok\t[false]" in reference, reference
+    for key, output in outputs.items():
+        assert output.splitlines() == reference.splitlines(), key
+
+
 UNIX_CLIENT = PRELUDE + r"""
 local c = net.connect('u:p@unix/:' .. arg[1])
 print('unix', c.state, c.host, c.port == arg[1], c:call('sum', {1, 2}))
