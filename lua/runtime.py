@@ -17,6 +17,7 @@ import lupa.luajit21 as lupa
 from spindle.core.fiber import Scheduler
 
 from . import errors as lua_errors
+from . import package_path
 from .convert import Converter
 
 
@@ -56,6 +57,7 @@ class LuaRuntime:
             "function(check, f) return function(...) return check(f(...)) end end")
         self.to_py = self.convert.to_py
         self.to_lua = self.convert.to_lua
+        package_path.install(self)          # 2.6.0's package.path, LUA_PATH, cwd loader
 
     # ----------------------------------------------------------- loading code
 
