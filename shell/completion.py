@@ -16,6 +16,7 @@ from spindle.lua.completion import complete
 from .link import TxLink
 
 TIMEOUT = 0.5   # seconds the completer waits for the tx thread
+REMOTE_TIMEOUT = 2.0   # ... and for the peer of console.connect / spindle connect
 
 
 class LuaCompleter(Completer):
@@ -29,6 +30,8 @@ class LuaCompleter(Completer):
         try:
             candidates = self.link.call(_complete_on_tx, self.link.engine, text,
                                         timeout=self.timeout)
+            if isinstance(candidates, concurrent.futures.Future):   # the peer answers
+                candidates = candidates.result(REMOTE_TIMEOUT)
         except concurrent.futures.TimeoutError:
             return
         except Exception:   # noqa: BLE001 - completion must never break the line
@@ -39,7 +42,26 @@ class LuaCompleter(Completer):
 
 
 def _complete_on_tx(engine, text: str):
-    return complete(engine.runtime, text)
+    """The candidates, or (console connected to a peer) a future of the peer's: the
+    question goes over the connection in a fiber of its own, not on the hub."""
+    remote = engine.remote
+    if remote is None:
+        return complete(engine.runtime, text)
+    future: concurrent.futures.Future = concurrent.futures.Future()
+
+    def ask() -> None:
+        try:
+            found = remote.complete(text)
+        except Exception as exc:   # noqa: BLE001 - handed to the REPL thread
+            future.set_exception(exc)
+        except BaseException as exc:   # the fiber is cancelled: the instance stops
+            future.set_exception(exc)
+            raise
+        else:
+            future.set_result(found)
+
+    engine.sched.spawn(ask, name="completion", start=False)
+    return future
 
 
 def _partial_word(text: str) -> str:

@@ -19,6 +19,7 @@ import re
 from typing import Any
 
 from spindle.core import log
+from spindle.core.fiber import Latch
 from spindle.core.fiber.coio import CoSocket, SocketError, connect
 from spindle.core.iproto.auth import encode_auth_request
 from spindle.core.iproto.constants import IprotoKey, IprotoType, is_error_type
@@ -35,6 +36,7 @@ from .console import LUA_EOS, YAML_EOS
 PROTOCOL_CONSOLE = "Lua console"
 PUSH_TAG = re.compile(r"--- !push!")            # a YAML push document's tag
 EVAL_WRAPPER = 'return require("console").eval(...)'
+_LUA_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\0": "\\0"}
 _SET_OUTPUT = re.compile(r"\\(?:set|s)\s+(?:output|o)\s+(\S+)\s*\Z")
 
 
@@ -48,6 +50,9 @@ class RemoteConsole:
         self.state = "active"
         self.error: str | None = None
         self.on_lost = None        # called with the engine when the peer is gone
+        # one exchange at a time on the connection: a statement, or a completion
+        # the REPL thread asked for while the user types
+        self.latch = Latch(sock.sched)
 
     @property
     def prompt(self) -> str:
@@ -64,6 +69,7 @@ class RemoteConsole:
             if local is not None:
                 return local
         if self.state == "active":
+            self.latch.lock()
             try:
                 output = self.eval(text)
             except BoxError as exc:
@@ -73,6 +79,8 @@ class RemoteConsole:
                 output, failure = None, None
             else:
                 failure = None
+            finally:
+                self.latch.unlock()
             if self.state == "active":
                 if failure is not None:
                     return engine._reply(error=failure)
@@ -114,6 +122,36 @@ class RemoteConsole:
                 engine.output = saved
         return reply
 
+    def complete(self, text: str) -> list[tuple[str, str]]:
+        """Completions of the word ending `text`, from the peer's own Lua state
+        (2.6.0's console.completion_handler there), as (name, kind) pairs; none
+        while a statement is in flight or when the peer does not answer in YAML."""
+        if self.state != "active" or not self.latch.trylock():
+            return []
+        literal = '"' + "".join(_LUA_ESCAPES.get(ch, ch) for ch in text) + '"'
+        try:
+            output = self.eval('return require("console").completion_handler('
+                               f"{literal}, 0, {len(text.encode())})")
+        except (BoxError, OSError):
+            return []
+        finally:
+            self.latch.unlock()
+        import yaml
+        try:
+            found = _load_yaml(output)
+        except yaml.YAMLError:
+            return []
+        if not (isinstance(found, list) and found and isinstance(found[0], list)):
+            return []
+        head = text[:len(text) - len(re.search(r"[A-Za-z_0-9]*\Z", text).group(0))]
+        result = []
+        for candidate in found[0][1:]:
+            if isinstance(candidate, str) and candidate.startswith(head):
+                name = candidate[len(head):]
+                kind = "function" if name.endswith("(") else ""
+                result.append((name.rstrip("("), kind))
+        return result
+
     def _fail(self, message: str) -> None:
         self.state = "error"
         self.error = self.error or message
@@ -127,6 +165,13 @@ class RemoteConsole:
                 pass
 
 
+def _load_yaml(text: str) -> Any:
+    """A reply document read back (libyaml's loader: the pure Python one takes tens
+    of milliseconds on its first use, which a fiber must not hold the loop for)."""
+    import yaml
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 def _reply(engine, output: str | None) -> Any:
     """The peer's text as a Reply; under table output also its values (the YAML
     document read back) for the shell to draw."""
@@ -136,7 +181,7 @@ def _reply(engine, output: str | None) -> Any:
     if engine.output == "table" and output.startswith("---"):
         import yaml
         try:
-            values = yaml.safe_load(output)
+            values = _load_yaml(output)
         except yaml.YAMLError:
             return reply
         if isinstance(values, list):

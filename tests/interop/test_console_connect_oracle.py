@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 
 import pexpect
 import pytest
@@ -155,3 +156,32 @@ def test_console_start_from_a_script(tmp_path):
         outputs.append(console_documents(done.stdout.replace("after second", "")))
     assert outputs[1] == outputs[0]
     assert "console is already started" in outputs[1][0]
+
+
+@pytest.mark.parametrize("target_kind", ["tarantool", "spindle"])
+@pytest.mark.parametrize("port", ["console", "binary"])
+def test_spindle_connect_completes_from_the_peer(target_kind, port):
+    """Tab completes names of the peer's Lua state (its completion_handler), which
+    the local one has not got."""
+    node = ConsoleNode(tarantool_binary() if target_kind == "tarantool" else SPINDLE,
+                       binary_port=True)
+    try:
+        uri = (f"127.0.0.1:{node.tcp}" if port == "console"
+               else f"tester:secret@127.0.0.1:{node.bin}")
+        child = pexpect.spawn(SPINDLE, ["connect", uri], cwd=str(node.dir),
+                              env=dict(node.env(), SPINDLE_HISTORY=str(node.dir / "h")),
+                              encoding="utf-8", timeout=15, dimensions=(24, 200))
+        try:
+            child.expect(r"> ")
+            child.send("only_over_there = 41\r")
+            child.expect(r"\.\.\.\r?\n")
+            child.send("only_over_t")
+            child.expect("only_over_t")
+            child.send("\t")
+            time.sleep(1)                   # the peer answers, the name is completed
+            child.send(" + 1\r")           # only only_over_there + 1 makes 42
+            child.expect(r"- 42\r?\n\.\.\.")
+        finally:
+            child.close(force=True)
+    finally:
+        node.stop()
