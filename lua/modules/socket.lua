@@ -349,6 +349,16 @@ local function by_limit(buffer, limit)
     end
 end
 
+-- whatever is buffered (LuaSocket's receive('*a'))
+local function by_any(buffer, limit)
+    if limit == 0 then
+        return 0
+    end
+    if #buffer > 0 then
+        return #buffer
+    end
+end
+
 local function by_delimiter(buffer, limit, delimiters)
     if limit == 0 then
         return 0
@@ -590,6 +600,8 @@ end
 -- the rest of the module (getaddrinfo, tcp_connect, tcp_server, iowait) is
 -- socket_tcp.lua's, loaded with these
 return {socket_new = socket_new, methods = methods, is_closed = is_closed,
-        ivalue = ivalue, iflags = iflags, protocol_number = protocol_number,
-        located = located, TRANSIENT = TRANSIENT, FATAL = FATAL,
-        TIMEOUT_INFINITY = TIMEOUT_INFINITY}
+        check_socket = check_socket, ivalue = ivalue, iflags = iflags,
+        protocol_number = protocol_number, located = located, TRANSIENT = TRANSIENT,
+        FATAL = FATAL, TIMEOUT_INFINITY = TIMEOUT_INFINITY,
+        LIMIT_INFINITY = LIMIT_INFINITY, read = read, by_limit = by_limit,
+        by_delimiter = by_delimiter, by_any = by_any}

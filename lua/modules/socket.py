@@ -105,7 +105,9 @@ class SocketModule:
                 runtime.table(blocking), runtime.wait, runtime.to_lua(constants))
         core = runtime.load(read_source("modules/socket.lua"), "@builtin/socket.lua")(*args)
         tcp = runtime.load(read_source("modules/socket_tcp.lua"), "@builtin/socket.lua")
-        self.lua_module = tcp(*args, core)
+        luasocket = runtime.load(read_source("modules/socket_luasocket.lua"),
+                                 "@builtin/socket.lua")
+        self.lua_module = luasocket(core, tcp(*args, core))
 
     def _sock(self, fd: int) -> socket.socket:
         sock = self.socks.get(int(fd))

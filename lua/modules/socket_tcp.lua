@@ -65,14 +65,14 @@ end
 
 -- connect `s`, waiting up to `timeout` for a connection in progress
 local function connect_socket(s, host, port, timeout)
-    if s:sysconnect(host, port) then
+    if methods.sysconnect(s, host, port) then
         return true
     end
     if s._errno ~= errno.EINPROGRESS then
         return nil
     end
-    if s:writable(timeout) then
-        s._errno = s:getsockopt('SOL_SOCKET', 'SO_ERROR')
+    if methods.writable(s, timeout) then
+        s._errno = methods.getsockopt(s, 'SOL_SOCKET', 'SO_ERROR')
     end
     if s._errno ~= 0 then
         return nil
@@ -196,6 +196,43 @@ local function bind_address(s, addr)
     return bind_address(s, addr)
 end
 
+-- A listening socket on host:port (the first address that takes a socket);
+-- `prepare(s)` may set it up and returns the backlog.
+local function server_bind(host, port, prepare, timeout)
+    timeout = timeout and tonumber(timeout) or TIMEOUT_INFINITY
+    local addresses
+    if host == 'unix/' then
+        addresses = {{host = host, port = port, family = 'AF_UNIX', protocol = 0,
+                      type = 'SOCK_STREAM'}}
+    else
+        addresses = getaddrinfo(host, port, timeout, {type = 'SOCK_STREAM',
+                                                      flags = 'AI_PASSIVE'})
+        if addresses == nil then
+            return nil
+        end
+    end
+    for _, addr in ipairs(addresses) do
+        local s = socket_new(addr.family, addr.type, addr.protocol)
+        if s ~= nil then
+            local backlog
+            if prepare then
+                backlog = prepare(s)
+            else
+                s:setsockopt('SOL_SOCKET', 'SO_REUSEADDR', 1)
+            end
+            if not bind_address(s, addr) or not s:listen(backlog) then
+                local code = errno()
+                methods.close(s)
+                errno(code)
+                return nil
+            end
+            return s, addr
+        end
+    end
+    errno(errno.EAFNOSUPPORT)
+    return nil
+end
+
 local function tcp_server_usage()
     located(1112, 'Usage: socket.tcp_server(host, port, handler | opts)')
 end
@@ -216,39 +253,12 @@ local function tcp_server(host, port, opts, timeout)
         tcp_server_usage()
     end
     server.name = server.name or 'server'
-    timeout = timeout and tonumber(timeout) or TIMEOUT_INFINITY
-    local addresses
-    if host == 'unix/' then
-        addresses = {{host = host, port = port, family = 'AF_UNIX', protocol = 0,
-                      type = 'SOCK_STREAM'}}
-    else
-        addresses = getaddrinfo(host, port, timeout, {type = 'SOCK_STREAM',
-                                                      flags = 'AI_PASSIVE'})
-        if addresses == nil then
-            return nil
-        end
+    local s, addr = server_bind(host, port, server.prepare, timeout)
+    if s == nil then
+        return nil
     end
-    for _, addr in ipairs(addresses) do
-        local s = socket_new(addr.family, addr.type, addr.protocol)
-        if s ~= nil then
-            local backlog
-            if server.prepare then
-                backlog = server.prepare(s)
-            else
-                s:setsockopt('SOL_SOCKET', 'SO_REUSEADDR', 1)
-            end
-            if not bind_address(s, addr) or not s:listen(backlog) then
-                local code = errno()
-                methods.close(s)
-                errno(code)
-                return nil
-            end
-            require('fiber').create(accept_loop, server, s, addr)
-            return s, addr
-        end
-    end
-    errno(errno.EAFNOSUPPORT)
-    return nil
+    require('fiber').create(accept_loop, server, s, addr)
+    return s, addr
 end
 
 -- socket.iowait(fd, events[, timeout]): wait on any descriptor; events are 1, 2, 3
@@ -266,6 +276,11 @@ local function socket_iowait(fd, events, timeout)
     end
     return (bit.band(ready, 1) ~= 0 and 'R' or '') .. (bit.band(ready, 2) ~= 0 and 'W' or '')
 end
+
+-- for socket_luasocket.lua
+core.getaddrinfo, core.tcp_connect, core.server_bind = getaddrinfo, tcp_connect,
+                                                      server_bind
+core.connect_socket = connect_socket
 
 return setmetatable({
     getaddrinfo = getaddrinfo,
