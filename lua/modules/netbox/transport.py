@@ -121,7 +121,6 @@ class Transport:
         self._out: list[bytes] = []
         self._flush_queued = False
         self._writer = None
-        self._writer_cond = Cond(self.sched)
         self._schema: dict[int, bytes] | None = None
         self._schema_syncs: dict[int, int] = {}
         self._schema_seen: int | None = None
@@ -260,8 +259,9 @@ class Transport:
         self._out.clear()
         if sock is not None:
             sock.close()
-        if self._writer is not None:
-            self._writer_cond.broadcast()
+        writer = self._writer
+        if writer is not None and writer is not self.sched.current:
+            self.sched.cancel(writer)       # (parked on the socket just closed)
 
     def _protocol(self, greeting) -> None:
         self.peer_version_id = greeting.version_id
@@ -472,9 +472,7 @@ class Transport:
         self._flush_queued = False
         sock = self.sock
         if sock is None or not self._out or self._writer is not None:
-            if self._writer is not None:
-                self._writer_cond.signal()
-            return
+            return      # (a writer at work takes what is queued after its write)
         data = self._out[0] if len(self._out) == 1 else b"".join(self._out)
         self._out.clear()
         try:
