@@ -35,10 +35,13 @@ from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.iproto.request import PutRequest
 
 from .field_types import FieldType
+from .index import DupMode
+from .stat import REQUESTS
+from .txn import Statement, put_row
 
 if TYPE_CHECKING:
     from .space import Space
-    from .txn import Engine, Statement
+    from .txn import Engine
 
 SEQUENCE_DATA, PRIV, SPACE_SEQUENCE = 285, 312, 340      # system space ids (schema_def.h)
 INT64_MIN, INT64_MAX, UINT32_MAX = -(1 << 63), (1 << 63) - 1, (1 << 32) - 1
@@ -267,8 +270,32 @@ class Sequences:
         self.check_access(seq)
         value = self.next(seq)
         check_writable()
-        self.engine.space(SEQUENCE_DATA).replace([seq.id, value])
+        self._write_value(seq.id, value)
         return value
+
+    def _write_value(self, seq_id: int, value: int) -> None:
+        """REPLACE {id, value} into `_sequence_data`, the value already in place.
+        Inside this fiber's own open transaction, with no trigger on that space but
+        the catalogue's (on_sequence_data, which would set the value again and
+        leave nothing to undo), the statement is made here in one frame, as
+        Space.put_in_txn makes one: the tuple stored, then the statement and its
+        redo row join the transaction. The row is the one Space.replace writes.
+        Anywhere else it is Space.replace."""
+        space = self.engine.space(SEQUENCE_DATA)
+        txns = self.engine.txns
+        txn = txns.open.get(txns.fiber_key())
+        if (txn is None or txn.replicated or len(space.on_replace) != 1
+                or len(space.before_replace)):
+            space.replace([seq_id, value])
+            return
+        REQUESTS[_REPLACE] += 1
+        new, displaced, data = space._put((seq_id, value), DupMode.REPLACE_OR_INSERT)
+        if data is None:        # (no int64 fails MsgPack; as put_in_txn, just in case)
+            space.undo(displaced, new)
+            space.replace([seq_id, value])
+            return
+        txn.statements.append(Statement(space, None, displaced, new, data,
+                                        put_row(_REPLACE, SEQUENCE_DATA, data, space.group_id)))
 
     def box_current(self, seq_id: Any) -> int:
         seq = self.find(seq_id)
@@ -281,7 +308,7 @@ class Sequences:
         self.check_access(seq)
         self.values[seq.id] = value
         check_writable()
-        self.engine.space(SEQUENCE_DATA).replace([seq.id, value])
+        self._write_value(seq.id, value)
 
     def box_reset(self, seq_id: Any, check_writable: Callable[[], None] = _nothing) -> None:
         seq = self.find(seq_id)

@@ -9,7 +9,6 @@ local ffi = require('ffi')
 local type, error, rawget, tonumber, setmetatable = type, error, rawget, tonumber,
     setmetatable
 local string_format, math_floor, math_ceil = string.format, math.floor, math.ceil
-local co_isyieldable = coroutine.isyieldable
 local int64_t, uint64_t = ffi.typeof('int64_t'), ffi.typeof('uint64_t')
 
 local sequences = {}       -- box.sequence: id and name -> sequence object
@@ -65,14 +64,12 @@ local function check_int64(value)
     error('expected int64_t as 2 argument', 0)
 end
 
--- A statement that writes `_sequence_data` (next, set, reset): through wait()
--- where Lua can yield; where it cannot (a trigger), the native runs it inside the
--- open transaction, or answers false having done nothing, and wait() then raises
--- the error of a forbidden yield.
+-- A statement that writes `_sequence_data` (next, set, reset). Inside an open
+-- transaction it waits for nothing: the native runs it there, without a round
+-- trip through wait() (which was most of next()'s cost). Outside one the native
+-- answers false having done nothing, and wait() runs it as a statement that
+-- commits (or, where Lua cannot yield, raises the error of a forbidden yield).
 local function write(name, ...)
-    if co_isyieldable() then
-        return wait(blocking[name], ...)
-    end
     local result = native[name](...)
     if result == false then
         return wait(blocking[name], ...)

@@ -358,6 +358,39 @@ def test_refused_and_done_drops_as_2_6_0(tmp_path):
     assert mine == theirs
 
 
+# next() and set() inside transactions (Spindle's one-frame statement) and outside,
+# a rollback, a user's trigger on `_sequence_data`, box.stat()
+NEXT_IN_TXN = """
+box.cfg{log_level = 1}
+io.stdout:setvbuf('no')
+local q = box.schema.sequence.create('q', {step = 2})
+local replaces = box.stat().REPLACE.total
+box.begin() q:next() q:next() q:set(10) q:next() box.commit()
+print(q:current(), box.stat().REPLACE.total - replaces)
+box.begin() q:next() q:next() box.rollback()
+print(q:current(), #box.space._sequence_data:select{})
+print(box.space._sequence_data:get{q.id})
+q:next()
+local seen = {}
+box.space._sequence_data:on_replace(function(old, new) table.insert(seen, new[2]) end)
+box.begin() q:next() q:next() box.commit()
+print(table.concat(seen, ' '), q:current())
+box.space._sequence_data:before_replace(function(old, new) return box.tuple.new{new[1], new[2] + 1000} end)
+box.begin() print(q:next()) box.commit()
+print(q:current(), box.space._sequence_data:get{q.id})
+os.exit(0)
+"""
+
+
+def test_next_in_transactions_as_2_6_0(tmp_path):
+    real, ours = both(NEXT_IN_TXN, tmp_path)
+    assert real.returncode == 0, real.stderr
+    assert ours.returncode == 0, ours.stderr
+    assert ours.stdout == real.stdout
+    theirs, mine = _rows(tmp_path / "tarantool", "xlog"), _rows(tmp_path / "spindle", "xlog")
+    assert mine == theirs
+
+
 def test_wal_and_snapshot_rows_are_2_6_0s(tmp_path):
     real, ours = both(ROWS, tmp_path)
     assert real.returncode == 0, real.stderr
