@@ -491,13 +491,36 @@ end
 -- 2.6.0 reserves `size` bytes in a buffer first, which fails so for a non-number
 local function check_size(size)
     if type(size) ~= 'number' then
+        local kind = type(size)
+        if kind == 'cdata' then      -- LuaJIT names a cdata by its ctype
+            kind = tostring(ffi.typeof(size)):match('^ctype<(.*)>$') or kind
+        end
         error("builtin/buffer.lua:124: attempt to perform arithmetic on 'char *' and '"
-              .. type(size) .. "'", 0)
+              .. kind .. "'", 0)
     end
 end
 
--- read([size]): the rest of the file up to its size when no size is given
-function methods.read(self, size)
+-- A buffer argument: a char pointer (an ibuf's reserve(), ffi.new('char[?]')).
+local const_char_ptr_t = ffi.typeof('const char *')
+local function is_buffer(value)
+    return type(value) == 'cdata' and ffi.istype(const_char_ptr_t, value)
+end
+
+-- data read into a caller's buffer: its length
+local function into(buf, data, err)
+    if data == nil then
+        return nil, err
+    end
+    ffi.copy(buf, data, #data)
+    return #data
+end
+
+-- read([size]) -> string, read(buf[, size]) -> length: up to the file's size when
+-- no size is given
+function methods.read(self, buf, size)
+    if not is_buffer(buf) then
+        buf, size = nil, buf
+    end
     if size ~= nil then
         check_size(size)
     end
@@ -507,6 +530,9 @@ function methods.read(self, size)
             return nil, err
         end
         size = st.size
+    end
+    if buf ~= nil then
+        return into(buf, wait(blocking.read, fd(self), size))
     end
     return wait(blocking.read, fd(self), size)
 end
@@ -518,16 +544,33 @@ local function written(count, err)
     return true
 end
 
-function methods.write(self, data)
+-- write(string) or write(buf, length)
+function methods.write(self, data, length)
+    if is_buffer(data) then
+        data = ffi.string(data, length)
+    end
     return written(wait(blocking.write, fd(self), tostring(data)))
 end
 
-function methods.pread(self, size, offset)
+-- pread(size, offset) -> string, pread(buf, size, offset) -> length
+function methods.pread(self, buf, size, offset)
+    if not is_buffer(buf) then
+        buf, size, offset = nil, buf, size
+    end
     check_size(size)
+    if buf ~= nil then
+        return into(buf, wait(blocking.pread, fd(self), size, integer(offset)))
+    end
     return wait(blocking.pread, fd(self), size, integer(offset))
 end
 
-function methods.pwrite(self, data, offset)
+-- pwrite(string, offset) or pwrite(buf, length, offset)
+function methods.pwrite(self, data, length, offset)
+    if is_buffer(data) then
+        data = ffi.string(data, length)
+    else
+        offset = length
+    end
     return written(wait(blocking.pwrite, fd(self), tostring(data), integer(offset)))
 end
 

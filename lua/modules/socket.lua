@@ -176,17 +176,29 @@ function methods.listen(self, backlog)
     return call(self, false, native.listen, fd, backlog or 256)
 end
 
-function methods.syswrite(self, data)
+-- syswrite(string) or syswrite(pointer, size): what one send took
+function methods.syswrite(self, data, size)
     local fd = check_socket(self)
-    if type(data) ~= 'string' then
+    if type(data) == 'cdata' and size ~= nil then
+        data = ffi.string(data, size)
+    elseif type(data) ~= 'string' then
         located(271, 'Usage: socket:syswrite(data) or socket:syswrite(const char *, size)')
     end
     return call(self, nil, native.syswrite, fd, data)
 end
 
-function methods.sysread(self, size)
+-- sysread([size]) -> string, sysread(pointer, size) -> length: what one read got
+function methods.sysread(self, buf, size)
     local fd = check_socket(self)
-    size = size or READAHEAD
+    if type(buf) == 'cdata' and size ~= nil then
+        local data = call(self, nil, native.sysread, fd, size)
+        if data == nil then
+            return nil
+        end
+        ffi.copy(buf, data, #data)
+        return #data
+    end
+    size = buf or READAHEAD
     if type(size) ~= 'number' then
         misuse(295, 'attempt to compare %s with number', size)
     end

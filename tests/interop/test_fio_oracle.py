@@ -322,6 +322,29 @@ end)
 """, tmp_path)
 
 
+def test_handles_with_buffers(tmp_path):
+    # read/pread into a char pointer (an ibuf's reserve()), write/pwrite from one
+    assert_same_output(r"""
+local buffer, ffi = require('buffer'), require('ffi')
+local f = fio.open('d/b', {'O_CREAT', 'O_RDWR', 'O_TRUNC'}, tonumber('644', 8))
+f:write('0123456789abcdef')
+local ib = buffer.ibuf()
+local p = ib:reserve(64)
+f:seek(0)
+show('read into', function() local n = f:read(p, 5) return n, ffi.string(p, n) end)
+show('read rest into', function() local n = f:read(p) return n, ffi.string(p, n) end)
+show('pread into', function() local n = f:pread(p, 3, 1) return n, ffi.string(p, n) end)
+show('pread past end', function() return f:pread(p, 3, 100) end)
+ffi.copy(p, 'XYZW', 4)
+show('write from', f.write, f, p, 2)
+show('pwrite from', f.pwrite, f, p, 3, 4)
+show('content', function() return f:pread(100, 0) end)
+show('char array size', f.pread, f, ffi.new('char[16]'), 4, 0)
+f:close()
+show('read into closed', f.read, f, p, 3)
+""", tmp_path)
+
+
 def test_constants(tmp_path):
     assert_same_output(r"""
 for _, group in ipairs({'flag', 'mode', 'seek'}) do
