@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import select
 import socket
 
@@ -167,7 +168,8 @@ class SocketModule:
             return port
         flags = socket.AI_NUMERICHOST | socket.AI_NUMERICSERV
         try:
-            infos = socket.getaddrinfo(host, port, sock.family, sock.type, 0, flags)
+            infos = socket.getaddrinfo(host, _port_number(port), sock.family, sock.type,
+                                       0, flags)
         except socket.gaierror:
             raise OSError(errno.EINVAL, "") from None
         return infos[0][4]
@@ -350,6 +352,13 @@ class SocketModule:
             return Multi((None, _errno_of(exc)))
         result = [address_table(info[0], info[1], info[2], info[4]) for info in infos]
         return self.runtime.to_lua(result)
+
+
+def _port_number(text: str) -> int:
+    """A port as 2.6.0's resolver reads it: atoi() (leading digits, else 0) taken
+    as a 16-bit number ('http' is 0, '12abc' 12, '-1' 65535)."""
+    match = re.match(r"\s*([+-]?\d+)", text)
+    return int(match.group(1)) % 65536 if match else 0
 
 
 def _timeout(value) -> float | None:
