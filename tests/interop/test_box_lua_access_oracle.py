@@ -109,7 +109,19 @@ box.schema.func.create('peek', {body = 'function(name) return box.space[name]:se
 box.schema.func.create('poke', {body = 'function(name) return box.space[name]:replace{2} end'})
 box.schema.func.create('peek_setuid', {setuid = true,
                        body = 'function(name) return box.space[name]:select{} end'})
-for _, f in ipairs({'peek', 'poke', 'peek_setuid'}) do
+-- a fiber a guest's call creates has no session of its own: 2.6.0 makes one on
+-- demand, as admin (session_create_on_demand), whoever created the fiber
+function spawn(name)
+    local fiber = require('fiber')
+    local done = fiber.channel(1)
+    fiber.create(function()
+        local ok, err = pcall(function() return box.space[name]:replace{3} end)
+        done:put({ok, tostring(err), box.session.euid(), box.session.uid()})
+    end)
+    return done:get(10)
+end
+box.schema.func.create('spawn')
+for _, f in ipairs({'peek', 'poke', 'peek_setuid', 'spawn'}) do
     box.schema.user.grant('guest', 'execute', 'function', f)
 end
 box.cfg{listen = '127.0.0.1:' .. port}
@@ -122,7 +134,8 @@ def test_function_called_by_guest_is_checked_as_2_6_0(tmp_path):
         log = []
         try:
             for fn, arg in (("peek", "open"), ("peek", "secret"), ("poke", "open"),
-                            ("poke", "secret"), ("peek_setuid", "secret")):
+                            ("poke", "secret"), ("peek_setuid", "secret"),
+                            ("spawn", "secret")):
                 try:
                     log.append((fn, arg, "ok", list(conn.call(fn, [arg]).data)))
                 except tarantool.error.DatabaseError as exc:
