@@ -107,7 +107,7 @@ local function connect(uri, opts)
     if uri == nil then
         fail(779, 'Usage: console.connect("[login:password@][host:]port")')
     end
-    return wait(blocking.connect, tostring(uri), opts.timeout or opts.connect_timeout)
+    return wait(blocking.connect, tostring(uri), opts.timeout)
 end
 
 local function start()

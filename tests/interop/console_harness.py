@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -69,8 +70,11 @@ class ConsoleNode:
         if self.bin is not None:
             args.append(str(self.bin))
         self.log = open(self.dir / "stderr.log", "wb")
+        # a session of its own: stop() kills `timeout` and the server together (a
+        # SIGKILL of `timeout` alone would leave the server running)
         self.proc = subprocess.Popen(args, cwd=self.dir, stdin=subprocess.DEVNULL,
-                                     stdout=self.log, stderr=subprocess.STDOUT)
+                                     stdout=self.log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
         self._wait_ready()
 
     @property
@@ -102,10 +106,16 @@ class ConsoleNode:
         env.pop("NOTIFY_SOCKET", None)
         return env
 
+    def kill(self) -> None:
+        """The server and its `timeout` guard, at once."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(10)
+
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
+        self.kill()
         self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 

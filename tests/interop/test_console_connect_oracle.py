@@ -185,3 +185,31 @@ def test_spindle_connect_completes_from_the_peer(target_kind, port):
             child.close(force=True)
     finally:
         node.stop()
+
+
+@pytest.mark.parametrize("port", ["console", "binary"])
+def test_peer_gone_ends_the_session_as_tarantoolctl(port):
+    """The peer dies: the next statement says 'Peer closed' and the console ends
+    (status 0), for tarantoolctl connect and spindle connect alike."""
+    endings = []
+    for command in (["tarantoolctl", "connect"], [SPINDLE, "connect"]):
+        node = ConsoleNode(tarantool_binary(), binary_port=True)
+        try:
+            uri = (f"127.0.0.1:{node.tcp}" if port == "console"
+                   else f"tester:secret@127.0.0.1:{node.bin}")
+            child = pexpect.spawn(command[0], command[1:] + [uri], cwd=str(node.dir),
+                                  env=dict(node.env(), SPINDLE_HISTORY=str(node.dir / "h")),
+                                  encoding="utf-8", timeout=15, dimensions=(24, 200))
+            try:
+                child.expect(r"> ")
+                node.kill()
+                child.send("1\r")
+                child.expect(pexpect.EOF)
+                text = clean_transcript(child.before, node)
+                child.close()
+                endings.append((child.exitstatus, text[text.index("---"):]))
+            finally:
+                child.close(force=True)
+        finally:
+            node.stop()
+    assert endings[1] == endings[0] == (0, "---\n- error: Peer closed\n...\n\n")
