@@ -39,44 +39,10 @@ local function install()
     getmetatable(box).lazy.func = funcs
 end
 
--- What a sandboxed function sees (2.6.0's default_sandbox_exports of lua/call.c),
--- each table a copy: the function cannot change the real ones.
-local SANDBOX_EXPORTS = {'assert', 'error', 'ipairs', 'math', 'next', 'pairs', 'pcall',
-                         'print', 'select', 'string', 'table', 'tonumber', 'tostring',
-                         'type', 'unpack', 'xpcall', 'utf8'}
-
-local function sandbox()
-    local env = {}
-    for _, name in ipairs(SANDBOX_EXPORTS) do
-        local value = rawget(_G, name)
-        if type(value) == 'table' then
-            local copy = {}
-            for k, v in pairs(value) do
-                copy[k] = v
-            end
-            value = copy
-        end
-        env[name] = value
-    end
-    return env
-end
-
--- The Lua function of a persistent function's body (`sandboxed`: in a sandbox).
-local function compile(body, name, sandboxed)
-    local chunk, err = loadstring('return ' .. body, '=' .. name)
-    if chunk == nil then
-        error(err, 0)
-    end
-    if sandboxed then
-        setfenv(chunk, sandbox())
-    end
-    return chunk()
-end
-
 -- A functional index's call: `fn` on the stored tuple `t` of space `space_id`, as
 -- the box.tuple Lua code gets (`bless_for` of box/space.lua: field names work).
 local function index_call(fn, bless_for, space_id, t)
     return fn(bless_for(space_id, t))
 end
 
-return {install = install, compile = compile, index_call = index_call}
+return {install = install, index_call = index_call}

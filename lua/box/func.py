@@ -4,6 +4,7 @@ and func:call(args), which runs the function as an IPROTO CALL of it would
 session."""
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from spindle.core.box.schema import FUNC_ID
@@ -13,6 +14,51 @@ from ..runtime import Multi, read_source
 # _func fields (2.6.0's format)
 _ID, _NAME, _SETUID, _LANGUAGE, _BODY, _RETURNS, _AGGREGATE = 0, 2, 3, 4, 5, 8, 9
 _IS_DETERMINISTIC, _IS_SANDBOXED, _EXPORTS, _OPTS = 11, 12, 14, 15
+
+
+# The Lua function of a persistent function's body, in 2.6.0's sandbox when
+# is_sandboxed: what lua/call.c's default_sandbox_exports give, each table a copy
+# (the function cannot change the real ones).
+_COMPILE_LUA = """
+local EXPORTS = {'assert', 'error', 'ipairs', 'math', 'next', 'pairs', 'pcall', 'print',
+                 'select', 'string', 'table', 'tonumber', 'tostring', 'type', 'unpack',
+                 'xpcall', 'utf8'}
+local function sandbox()
+    local env = {}
+    for _, name in ipairs(EXPORTS) do
+        local value = rawget(_G, name)
+        if type(value) == 'table' then
+            local copy = {}
+            for k, v in pairs(value) do
+                copy[k] = v
+            end
+            value = copy
+        end
+        env[name] = value
+    end
+    return env
+end
+return function(body, name, sandboxed)
+    local chunk, err = loadstring('return ' .. body, '=' .. name)
+    if chunk == nil then
+        error(err, 0)
+    end
+    if sandboxed then
+        setfenv(chunk, sandbox())
+    end
+    return chunk()
+end
+"""
+_compilers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def compile_body(runtime, row: Any) -> Any:
+    """The Lua function of the body of `_func` row `row` (sandboxed or not)."""
+    compiler = _compilers.get(runtime)
+    if compiler is None:
+        compiler = _compilers[runtime] = runtime.load(_COMPILE_LUA, "=func")()
+    sandboxed = bool(row[_IS_SANDBOXED]) if len(row) > _IS_SANDBOXED else False
+    return runtime.invoke(compiler, row[_BODY], row[_NAME], sandboxed)[0]
 
 
 def definition(row: list) -> dict[str, Any]:
@@ -50,7 +96,7 @@ class FuncApi:
                          runtime.table(blocking), runtime.wait, box_table)
         # (looked up once: a Lua table read from Python while a fiber's coroutine is
         # suspended in a wait-request can come back as a tuple of stack values)
-        self._compile, self._index_call = self.lua[b"compile"], self.lua[b"index_call"]
+        self._index_call = self.lua[b"index_call"]
         self._bless_for = storage.spaces.lua[b"bless_for"]
         self._index_funcs: dict = {}        # (id, body) -> the compiled function
 
@@ -85,9 +131,7 @@ class FuncApi:
         if compiled is None:
             if len(self._index_funcs) > 1000:
                 self._index_funcs.clear()
-            sandboxed = bool(row[_IS_SANDBOXED]) if len(row) > _IS_SANDBOXED else False
-            compiled = self._index_funcs[key] = runtime.invoke(
-                self._compile, body, row[_NAME], sandboxed)[0]
+            compiled = self._index_funcs[key] = compile_body(runtime, row)
         results = runtime.invoke(self._index_call, compiled, self._bless_for, space_id,
                                  self.storage.tuples.to_lua(tup))
         to_py = runtime.to_py

@@ -210,3 +210,25 @@ def test_keys_errors_multikey_and_restart_as_2_6_0(tmp_path):
     assert again_real.returncode == 0, again_real.stderr
     assert again_ours.returncode == 0, again_ours.stderr
     assert again_ours.stdout == again_real.stdout
+
+
+SANDBOX = """
+box.cfg{log_level = 1}
+box.schema.func.create('g', {body = 'function(x) return box ~= nil, type(require), '
+                             .. 'math.floor(x), string.upper("a") end',
+                             is_deterministic = true, is_sandboxed = true})
+box.schema.func.create('h', {body = 'function(x) return box ~= nil, type(require) end'})
+print(box.func.g:call({2.5}))
+print(box.func.h:call({2.5}))
+box.schema.func.create('m', {body = 'function() string.zzz = 1 return 1 end',
+                             is_sandboxed = true})
+box.func.m:call()
+print(string.zzz)
+os.exit(0)
+"""
+
+
+def test_sandboxed_bodies_as_2_6_0(tmp_path):
+    """A sandboxed body (what a functional index's function must be) sees only
+    2.6.0's sandbox, copies of its tables, through func:call too."""
+    _same(SANDBOX, tmp_path)
