@@ -16,6 +16,7 @@ from spindle.core.fiber.coio import run_in_thread
 from spindle.core.iproto.errors import BoxError, TimedOut
 
 from ..runtime import Multi, read_source
+from .socket import wait_ready
 
 if TYPE_CHECKING:
     import subprocess
@@ -198,7 +199,7 @@ class PopenModule:
             remaining = None if deadline is None else deadline - self.sched.clock()
             if remaining is not None and remaining <= 0:
                 return Multi((None, self.runtime.error_to_lua(TimedOut())))
-            if not self.sched.wait_io(fd, 1, remaining):
+            if not wait_ready(self.sched, fd, 1, remaining):
                 self.sched.current.testcancel()
                 return Multi((None, self.runtime.error_to_lua(TimedOut())))
             self.sched.current.testcancel()
@@ -222,7 +223,7 @@ class PopenModule:
                 return Multi((None, self.runtime.error_to_lua(_system_error(errno.EPIPE))))
             remaining = None if deadline is None else deadline - self.sched.clock()
             if remaining is not None and remaining <= 0 or \
-                    not self.sched.wait_io(fd, 2, remaining):
+                    not wait_ready(self.sched, fd, 2, remaining):
                 self.sched.current.testcancel()
                 return Multi((None, self.runtime.error_to_lua(TimedOut())))
             self.sched.current.testcancel()
