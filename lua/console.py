@@ -99,6 +99,7 @@ class ConsoleEngine:
         self.delimiter = ""
         self.language = "lua"
         self.remote = None
+        self.fiber_name = "console"   # a console socket's: console/<peer>, as 2.6.0's
         # what a statement's fiber carries (its session, this console) in fiber.storage
         self.statement_storage: dict[str, Any] = {CONSOLE_KEY: self}
         self._statement = None     # the fiber running the current statement
@@ -133,7 +134,7 @@ class ConsoleEngine:
             return self._command(stripped)
         if self.delimiter and stripped.endswith(self.delimiter):
             text = stripped[: -len(self.delimiter)]
-        fiber = self.sched.spawn(self._evaluate, text, name="console", start=False)
+        fiber = self.sched.spawn(self._evaluate, text, name=self.fiber_name, start=False)
         fiber.storage.update(self.statement_storage)
         fiber.storage["txn_key"] = self
         fiber.set_joinable(True)

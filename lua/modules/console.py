@@ -65,7 +65,8 @@ class ConsoleServer:
             while self.sock is not None:     # None: closed before this fiber began
                 conn, peer = self.sock.accept()
                 self.module.sched.spawn(self.module.serve_client, conn, peer,
-                                        name="console/" + format_peer(peer), start=False)
+                                        name="console/" + (format_peer(peer) or "unix/:"),
+                                        start=False)
         except OSError as exc:   # the socket was closed under us
             log.verbose("console: accept: %s", exc)
         finally:
@@ -249,11 +250,13 @@ class ConsoleModule:
     def serve_client(self, conn: CoSocket, peer: Any) -> None:
         """One client of console.listen: greeting, then line after line."""
         sessions = self.instance.iproto.sessions
-        session = Session(self.sched, format_peer(peer), ADMIN)
+        # a unix socket's client has no address: 2.6.0 names it so
+        session = Session(self.sched, format_peer(peer) or "unix/:(socket)", ADMIN)
         session.type = "console"
         session.fd = conn.fileno()
         session.bind(self.sched.current)
         engine = self.engine_for(session)
+        engine.fiber_name = self.sched.current.name
         try:
             try:
                 sessions.connected(session)

@@ -18,6 +18,8 @@ PROTOCOL = [
     (b"'a', nil, {1, {b = 2}}\n", b"\n...\n"),
     (b"box.session.type(), box.session.user(), box.session.exists(box.session.id())\n",
      b"\n...\n"),
+    (b"(require('fiber').name():gsub('%d+$', 'N')), (box.session.peer():gsub('%d+$', 'N'))"
+     b", box.session.fd() > 0\n", b"\n...\n"),
     (b"local a = \n", b"\n...\n"),                 # a line is a statement: no continuation
     (b"error({1})\n", b"\n...\n"),
     (b"error(nil)\n", b"\n...\n"),
