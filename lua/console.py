@@ -290,15 +290,9 @@ class ConsoleEngine:
             return exc.message
 
     def _set_output(self, value: str | None) -> Reply:
-        if value is None:
-            return self._reply(error="Specify output format: lua or yaml.")
-        parts = re.match(r"([^,]+),([^,]+)", value)
-        fmt, opts = (parts.group(1), parts.group(2)) if parts else (value, None)
-        if fmt not in (WIRE_FORMATS if self.wire else OUTPUT_FORMATS):
-            return self._reply(error=f'Invalid format "{value}", supported languages: '
-                                     "lua and yaml.")
-        if fmt == "lua" and opts is not None and opts not in ("line", "block"):
-            return self._reply(error=f'Wrong option "{opts}", expecting: line or block.')
+        error, fmt, opts = parse_output(value, WIRE_FORMATS if self.wire else OUTPUT_FORMATS)
+        if error is not None:
+            return self._reply(error=error)
         self.output = fmt
         self.output_opts = (opts or "") if fmt == "lua" else ""
         return self._reply(values=[True])
@@ -321,6 +315,21 @@ class ConsoleEngine:
             return self._reply(error="Can not install delimiter for net box sessions")
         self.delimiter = value or ""
         return self._reply()
+
+
+def parse_output(value: str | None, formats: tuple[str, ...] = WIRE_FORMATS
+                 ) -> tuple[str | None, str, str | None]:
+    """(None, format, options) of an output setting ('lua,block'), or (2.6.0's
+    complaint, '', None): for \\set output and console.set_default_output."""
+    if value is None:
+        return "Specify output format: lua or yaml.", "", None
+    parts = re.match(r"([^,]+),([^,]+)", value)
+    fmt, opts = (parts.group(1), parts.group(2)) if parts else (value, None)
+    if fmt not in formats:
+        return f'Invalid format "{value}", supported languages: lua and yaml.', "", None
+    if fmt == "lua" and opts is not None and opts not in ("line", "block"):
+        return f'Wrong option "{opts}", expecting: line or block.', "", None
+    return None, fmt, opts
 
 
 _SET_HANDLERS = {

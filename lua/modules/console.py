@@ -40,7 +40,6 @@ LUA_EOS = ";"
 GREETING = "%-63s\n%-63s\n" % (f"Tarantool {TARANTOOL_VERSION} (Lua console)",
                                "type 'help' for interactive help")
 LINE_MAX = 64 << 20     # a "line" past this with no end is garbage: drop the client
-_OUTPUT = re.compile(r"([^,]+),([^,]+)")
 
 
 def _text(value: Any) -> str:
@@ -181,14 +180,10 @@ class ConsoleModule:
 
     @staticmethod
     def _parse_output(value: str) -> Multi:
-        """(nil, fmt, opts) of a console.set_default_output value, or (message)."""
-        match = _OUTPUT.match(value)
-        fmt, opts = (match.group(1), match.group(2)) if match else (value, None)
-        if fmt not in ("yaml", "lua"):
-            return Multi((f'Invalid format "{value}", supported languages: lua and yaml.',))
-        if fmt == "lua" and opts is not None and opts not in ("line", "block"):
-            return Multi((f'Wrong option "{opts}", expecting: line or block.',))
-        return Multi((None, fmt, opts))
+        """console.set_default_output's check: (nil, fmt, opts) or (message)."""
+        from spindle.lua.console import parse_output
+        error, fmt, opts = parse_output(value)
+        return Multi((error,)) if error is not None else Multi((None, fmt, opts))
 
     def _set_hook(self, kind, fn) -> None:
         self.hooks[_text(kind)] = fn
