@@ -2,7 +2,13 @@
 from __future__ import annotations
 
 from ..runtime import read_source
+from .lazy import preload
+
+
+def _make(instance):
+    return instance.runtime.load(read_source("modules/buffer.lua"), "@builtin/buffer.lua")()
 
 
 def build(instance):
-    return instance.runtime.load(read_source("modules/buffer.lua"), "@builtin/buffer.lua")()
+    """Built at the first require('buffer') (see lazy.py)."""
+    preload(instance, "buffer", lambda: _make(instance))

@@ -13,6 +13,7 @@ import itertools
 import unicodedata
 
 from ..runtime import read_source
+from .lazy import preload
 
 _EINVAL = 1     # the error kinds the Lua side words
 _EILSEQ = 2
@@ -41,7 +42,7 @@ class _Converter:
             return _EILSEQ, b""
 
 
-def build(instance):
+def _make(instance):
     runtime = instance.runtime
     converters: dict[int, _Converter] = {}
     ids = itertools.count(1)
@@ -70,3 +71,8 @@ def build(instance):
     })
     chunk = runtime.load(read_source("modules/iconv.lua"), "@builtin/iconv.lua")
     return chunk(native)
+
+
+def build(instance):
+    """Built at the first require('iconv') (see lazy.py)."""
+    preload(instance, "iconv", lambda: _make(instance))

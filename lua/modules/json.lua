@@ -6,7 +6,7 @@ local core = ...
 local ffi = require('ffi')
 local tofield, integer_text, new_cfg, call_cfg = core.tofield, core.integer_text,
                                                   core.new_cfg, core.call_cfg
-local guard, decimal_text = core.guard, core.decimal_text
+local guard, decimal_text, sorted_keys = core.guard, core.decimal_text, core.sorted_keys
 local NULL, map_mt, array_mt = core.NULL, core.map_mt, core.array_mt
 local byte, sub, find, match, char, format = string.byte, string.sub, string.find,
                                              string.match, string.char, string.format
@@ -54,7 +54,10 @@ end
 local function encode_object(t, cfg, depth, buf)
     buf[#buf + 1] = '{'
     local comma = false
-    for k, v in next, t do
+    local keys, count = sorted_keys(t)       -- (a fixed order: see serializer.lua)
+    for i = 1, count do
+        local k = keys[i]
+        local v = rawget(t, k)
         if comma then buf[#buf + 1] = ',' end
         comma = true
         local kind, key = tofield(k, cfg)

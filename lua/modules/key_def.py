@@ -15,6 +15,7 @@ from spindle.core.box.key_def import KeyDef, KeyPart
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
 
 from ..runtime import read_source
+from .lazy import preload
 
 # types 2.6.0's key_def.new takes; the other field types it names "unsupported"
 _KEY_TYPES = {"unsigned", "string", "number", "integer", "boolean", "varbinary",
@@ -95,10 +96,15 @@ class KeyDefs:
         return key_def.compare_with_key(tup, key)
 
 
-def build(instance):
+def _make(instance):
     runtime = instance.runtime
     defs = KeyDefs()
     native = runtime.table({name: runtime.bridge(getattr(defs, name)) for name in
                             ("new", "forget", "illegal", "extract_key", "compare", "compare_with_key")})
     chunk = runtime.load(read_source("modules/key_def.lua"), "@builtin/key_def.lua")
     return chunk(native)
+
+
+def build(instance):
+    """Built at the first require('key_def') (see lazy.py)."""
+    preload(instance, "key_def", lambda: _make(instance))

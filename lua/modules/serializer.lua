@@ -412,6 +412,37 @@ local function make_decimal(negative, digits, exponent)
 end
 
 ---------------------------------------------------------------------------------
+-- The keys of a map in a fixed order: 2.6.0 writes a map in its LuaJIT's hash order,
+-- which is the same on every run for the same table; this LuaJIT seeds its string
+-- hashes at random, so its order changes from run to run. Numbers (ascending), then
+-- strings (byte order), then booleans (false first), then the rest by tostring().
+local KEY_RANK = {number = 1, string = 2, boolean = 3}
+local sort = table.sort
+
+local function key_before(a, b)
+    local ta, tb = type(a), type(b)
+    if ta ~= tb then
+        local ra, rb = KEY_RANK[ta] or 4, KEY_RANK[tb] or 4
+        if ra ~= rb then return ra < rb end
+        return ta < tb
+    end
+    if ta == 'number' or ta == 'string' then return a < b end
+    if ta == 'boolean' then return b and not a end
+    return tostring(a) < tostring(b)
+end
+
+local function sorted_keys(t)
+    local keys, n = {}, 0
+    for k in next, t do
+        n = n + 1
+        keys[n] = k
+    end
+    if n > 1 then
+        sort(keys, key_before)
+    end
+    return keys, n
+end
+
 -- Shared tables (lyaml find_references): a table reached twice gets an anchor.
 
 local function find_references(refs, value)
@@ -481,13 +512,14 @@ local function expand_step(parent, key, cfg, state)
         for i = 1, b do items[i] = rawget(a, i) end
         return 'array', items, b, c, shared_id(state, a)
     elseif kind == 'map' then
-        local items, n = {}, 0
-        for k, v in next, a do
-            items[n + 1] = k
-            items[n + 2] = v
-            n = n + 2
+        local keys, count = sorted_keys(a)
+        local items = {}
+        for i = 1, count do
+            local k = keys[i]
+            items[2 * i - 1] = k
+            items[2 * i] = rawget(a, k)
         end
-        return 'map', items, n / 2, c, shared_id(state, a)
+        return 'map', items, count, c, shared_id(state, a)
     end
     return kind, a
 end
@@ -544,6 +576,7 @@ return {
     make_uint64 = make_uint64,
     make_int64 = make_int64,
     find_references = find_references,
+    sorted_keys = sorted_keys,
     pack = pack,
     guard = guard,
     walk_begin = walk_begin,

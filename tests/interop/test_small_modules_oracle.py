@@ -3,7 +3,7 @@ prints the same lines, bad arguments included."""
 from __future__ import annotations
 
 from .module_oracle import assert_same_output
-from .oracle import both
+from .oracle import SPINDLE, both, run_script
 
 PICKLE = r"""
 local pickle = require('pickle')
@@ -453,3 +453,26 @@ end)
 
 def test_buffer_as_tarantool(tmp_path):
     assert_same_output(BUFFER, tmp_path, min_lines=14)
+
+
+KEY_ORDER = r"""
+local t = {a = 1, b = 2, c = 3, name = 'x', id = 5, foo = true, bar = false, [2] = 'two', [1] = 'one'}
+print(require('json').encode(t))
+print(require('yaml').encode(t))
+"""
+
+
+def test_map_key_order_is_the_same_every_run(tmp_path):
+    """2.6.0 writes a map in its hash order, the same on every run; Spindle's LuaJIT
+    seeds string hashes at random, so json and yaml write keys in a fixed order of
+    their own: numbers, then strings."""
+    outputs = set()
+    for run in range(3):
+        (tmp_path / str(run)).mkdir()
+        result = run_script(SPINDLE, KEY_ORDER, tmp_path / str(run))
+        assert result.returncode == 0, result.stderr
+        outputs.add(result.stdout)
+    assert len(outputs) == 1
+    assert outputs.pop().startswith(
+        '{"1":"one","2":"two","a":1,"b":2,"bar":false,"c":3,"foo":true,"id":5,"name":"x"}\n'
+        "---\n1: one\n2: two\na: 1\nb: 2\nbar: false\n")
