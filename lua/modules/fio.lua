@@ -2,11 +2,12 @@
 -- (`struct fio_handle` cdata), stat objects and whole-tree helpers. Loaded with
 -- `native` (non-blocking Python functions), `blocking` (Python callables run only
 -- through wait(), each doing its file system call in a helper thread and answering
--- the result or nil plus a SystemError), wait, and the fio.c constant tables.
+-- the result or nil plus a SystemError), wait, the fio.c constant tables and
+-- `inline` (the same calls made in place, for Lua that cannot yield).
 --
 -- 2.6.0 raises argument errors from two places: its C functions (no position) and
 -- builtin/fio.lua (with that file's line); both are reproduced word for word.
-local native, blocking, wait, constants = ...
+local native, blocking, wait, constants, inline = ...
 
 local ffi = require('ffi')
 local type, tostring, tonumber, error, select = type, tostring, tonumber, error, select
@@ -14,6 +15,16 @@ local format, gsub, sub, gmatch = string.format, string.gsub, string.sub, string
 local band, bor = bit.band, bit.bor
 
 local fio = {c = constants, path = {}}
+
+-- A disk call: in a helper thread while the fiber waits, or in place where Lua
+-- cannot yield (2.6.0 has no such places: its fibers are not Lua coroutines).
+local isyieldable = coroutine.isyieldable
+local function run(name, ...)
+    if isyieldable() then
+        return wait(blocking[name], ...)
+    end
+    return inline[name](...)
+end
 
 local function located(line, message)
     error('builtin/fio.lua:' .. line .. ': ' .. message, 0)
@@ -68,27 +79,27 @@ end
 
 function fio.stat(path)
     path = text_arg(path, 'Usage: fio.stat(pathname)')
-    return stat_result(wait(blocking.stat, path))
+    return stat_result(run('stat', path))
 end
 
 function fio.lstat(path)
     path = text_arg(path, 'pathname is absent')
-    return stat_result(wait(blocking.lstat, path))
+    return stat_result(run('lstat', path))
 end
 
 -- file system calls ----------------------------------------------------------
 
 function fio.mkdir(path, mode)
     path = text_arg(path, 'Usage fio.mkdir(pathname[, mode])')
-    return ok_or_false(wait(blocking.mkdir, path, mode == nil and 511 or integer(mode)))
+    return ok_or_false(run('mkdir', path, mode == nil and 511 or integer(mode)))
 end
 
 function fio.rmdir(path)
-    return ok_or_false(wait(blocking.rmdir, text_arg(path, 'Usage: fio.rmdir(pathname)')))
+    return ok_or_false(run('rmdir', text_arg(path, 'Usage: fio.rmdir(pathname)')))
 end
 
 function fio.unlink(path)
-    return ok_or_false(wait(blocking.unlink, text_arg(path, 'Usage: fio.unlink(pathname)')))
+    return ok_or_false(run('unlink', text_arg(path, 'Usage: fio.unlink(pathname)')))
 end
 
 local function two_paths(call, a, b, usage)
@@ -110,7 +121,7 @@ function fio.rename(old, new)
 end
 
 function fio.readlink(path)
-    return wait(blocking.readlink, text_arg(path, 'Usage: fio.readlink(pathname)'))
+    return run('readlink', text_arg(path, 'Usage: fio.readlink(pathname)'))
 end
 
 function fio.chmod(path, mode)
@@ -119,7 +130,7 @@ function fio.chmod(path, mode)
     if mode == nil then
         error(usage, 0)
     end
-    return ok_or_false(wait(blocking.chmod, path, integer(mode)))
+    return ok_or_false(run('chmod', path, integer(mode)))
 end
 
 -- owner and group: an id (a numeric string too) or a name, looked up; an unknown
@@ -151,16 +162,16 @@ function fio.chown(path, owner, group)
     if gid == nil then
         return nil
     end
-    return ok_or_false(wait(blocking.chown, path, uid, gid))
+    return ok_or_false(run('chown', path, uid, gid))
 end
 
 function fio.truncate(path, length)
     path = text_arg(path, 'Usage: fio.truncate(pathname[, newlen])')
-    return ok_or_false(wait(blocking.truncate, path, integer(length)))
+    return ok_or_false(run('truncate', path, integer(length)))
 end
 
 function fio.sync()
-    return wait(blocking.sync)
+    return run('sync')
 end
 
 function fio.utime(path, atime, mtime)
@@ -174,15 +185,15 @@ function fio.utime(path, atime, mtime)
         located(514, 'fio.utime: mtime should be a number')
     end
     atime = atime or native.time()
-    return ok_or_false(wait(blocking.utime, path, atime, mtime or atime))
+    return ok_or_false(run('utime', path, atime, mtime or atime))
 end
 
 function fio.glob(pattern)
-    return wait(blocking.glob, text_arg(pattern, 'Usage: fio.glob(pattern)'))
+    return run('glob', text_arg(pattern, 'Usage: fio.glob(pattern)'))
 end
 
 function fio.tempdir()
-    return wait(blocking.tempdir)
+    return run('tempdir')
 end
 
 function fio.cwd()
@@ -207,7 +218,7 @@ function fio.listdir(path)
     if type(path) ~= 'string' then
         located(358, 'Usage: fio.listdir(path)')
     end
-    local names, err = wait(blocking.listdir, path)
+    local names, err = run('listdir', path)
     if names == nil then
         return nil, format("can't listdir %s: %s", path, tostring(err))
     end
@@ -362,7 +373,7 @@ function fio.copyfile(from, to)
     if fio.path.is_dir(to) then
         to = fio.pathjoin(to, fio.basename(from))
     end
-    local _, err = wait(blocking.copyfile, from, to)
+    local _, err = run('copyfile', from, to)
     if err ~= nil then
         return false, format('failed to copy %s to %s: %s', from, to, tostring(err))
     end
@@ -474,7 +485,7 @@ function fio.open(path, flags, mode)
             imode = bor(imode, tonumber(m))
         end
     end
-    local fd, err = wait(blocking.open, path, iflags, imode)
+    local fd, err = run('open', path, iflags, imode)
     if fd == nil then
         return nil, err
     end
@@ -532,9 +543,9 @@ function methods.read(self, buf, size)
         size = st.size
     end
     if buf ~= nil then
-        return into(buf, wait(blocking.read, fd(self), size))
+        return into(buf, run('read', fd(self), size))
     end
-    return wait(blocking.read, fd(self), size)
+    return run('read', fd(self), size)
 end
 
 local function written(count, err)
@@ -549,7 +560,7 @@ function methods.write(self, data, length)
     if is_buffer(data) then
         data = ffi.string(data, length)
     end
-    return written(wait(blocking.write, fd(self), tostring(data)))
+    return written(run('write', fd(self), tostring(data)))
 end
 
 -- pread(size, offset) -> string, pread(buf, size, offset) -> length
@@ -559,9 +570,9 @@ function methods.pread(self, buf, size, offset)
     end
     check_size(size)
     if buf ~= nil then
-        return into(buf, wait(blocking.pread, fd(self), size, integer(offset)))
+        return into(buf, run('pread', fd(self), size, integer(offset)))
     end
-    return wait(blocking.pread, fd(self), size, integer(offset))
+    return run('pread', fd(self), size, integer(offset))
 end
 
 -- pwrite(string, offset) or pwrite(buf, length, offset)
@@ -571,7 +582,7 @@ function methods.pwrite(self, data, length, offset)
     else
         offset = length
     end
-    return written(wait(blocking.pwrite, fd(self), tostring(data), integer(offset)))
+    return written(run('pwrite', fd(self), tostring(data), integer(offset)))
 end
 
 function methods.seek(self, offset, whence)
@@ -587,27 +598,27 @@ function methods.seek(self, offset, whence)
     else
         whence = tonumber(whence)
     end
-    return wait(blocking.lseek, fd(self), integer(offset), whence or 0)
+    return run('lseek', fd(self), integer(offset), whence or 0)
 end
 
 function methods.truncate(self, length)
-    return ok_or_false(wait(blocking.ftruncate, fd(self), integer(length)))
+    return ok_or_false(run('ftruncate', fd(self), integer(length)))
 end
 
 function methods.fsync(self)
-    return ok_or_false(wait(blocking.fsync, fd(self)))
+    return ok_or_false(run('fsync', fd(self)))
 end
 
 function methods.fdatasync(self)
-    return ok_or_false(wait(blocking.fdatasync, fd(self)))
+    return ok_or_false(run('fdatasync', fd(self)))
 end
 
 function methods.stat(self)
-    return stat_result(wait(blocking.fstat, fd(self)))
+    return stat_result(run('fstat', fd(self)))
 end
 
 function methods.close(self)
-    local result, err = wait(blocking.close, fd(self))
+    local result, err = run('close', fd(self))
     if err ~= nil then
         return false, err
     end

@@ -139,6 +139,11 @@ class FioModule:
         blocking = {name: self._call(fn, shape, name in _PATH_CALLS)
                     for name, (fn, shape) in _CALLS.items()}
         blocking["lseek"] = self._lseek
+        # the same calls made in place, for Lua that cannot yield (a module's body
+        # run by require(), a metamethod): the tx thread waits on the disk instead
+        inline = {name: self._call(fn, shape, name in _PATH_CALLS, inline=True)
+                  for name, (fn, shape) in _CALLS.items()}
+        inline["lseek"] = lambda fd, offset, whence: self._lseek(fd, offset, whence, True)
         natives = {
             "cwd": os.getcwd,
             "time": lambda: self.sched.wall_time,
@@ -151,9 +156,9 @@ class FioModule:
         chunk = runtime.load(read_source("modules/fio.lua"), "@builtin/fio.lua")
         self.lua_module = chunk(runtime.table({k: bridge(v) for k, v in natives.items()}),
                                 runtime.table(blocking), runtime.wait,
-                                runtime.to_lua(constants()))
+                                runtime.to_lua(constants()), runtime.table(inline))
 
-    def _call(self, fn, shape, paths: bool):
+    def _call(self, fn, shape, paths: bool, inline: bool = False):
         runtime, sched, instance = self.runtime, self.sched, self.instance
         to_lua = runtime.to_lua
 
@@ -167,7 +172,7 @@ class FioModule:
             if paths:
                 args = [a.split(b"\0", 1)[0] if type(a) is bytes else a for a in args]
             try:
-                result = run_in_thread(sched, fn, *args)
+                result = fn(*args) if inline else run_in_thread(sched, fn, *args)
             except OSError as exc:
                 return failed(exc.errno or errno.EIO)
             except ValueError:
@@ -182,10 +187,13 @@ class FioModule:
 
         return call
 
-    def _lseek(self, fd, offset, whence):
+    def _lseek(self, fd, offset, whence, inline: bool = False):
         # 2.6.0's seek answers -1 on failure and says nothing more
+        args = (int(fd), int(offset), int(whence))
         try:
-            return run_in_thread(self.sched, os.lseek, int(fd), int(offset), int(whence))
+            if inline:
+                return os.lseek(*args)
+            return run_in_thread(self.sched, os.lseek, *args)
         except (OSError, OverflowError, ValueError):
             return -1
 

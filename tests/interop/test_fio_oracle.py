@@ -345,6 +345,27 @@ show('read into closed', f.read, f, p, 3)
 """, tmp_path)
 
 
+def test_fio_where_lua_cannot_yield(tmp_path):
+    # a module's body run by require() and a table.sort comparator: 2.6.0's fio
+    # works there (its fibers are not Lua coroutines)
+    assert_same_output(r"""
+local f = io.open('mymod.lua', 'w')
+f:write("local fio = require('fio') local h = fio.open('probe.lua') " ..
+        "local head = h:read(6) h:close() " ..
+        "return {dir = fio.stat('d'):is_dir(), head = head, " ..
+        "missing = tostring(select(2, fio.stat('none'))), list = fio.listdir('d')}")
+f:close()
+package.path = './?.lua;' .. package.path
+show('required', function() local m = require('mymod') return m.dir, m.head, m.missing, m.list end)
+show('sort', function()
+    local t = {3, 1, 2}
+    table.sort(t, function(a, b) return fio.path.exists('d') and a < b end)
+    return t
+end)
+print(1) print(2) print(3) print(4)
+""", tmp_path)
+
+
 def test_constants(tmp_path):
     assert_same_output(r"""
 for _, group in ipairs({'flag', 'mode', 'seek'}) do
