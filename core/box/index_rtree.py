@@ -191,8 +191,8 @@ class RTree:
         for lo, hi in self._axes:
             low, high = page_box[lo], page_box[hi]
             area *= high - low
-            grown *= (page_box[hi] if page_box[hi] > box[hi] else box[hi]) - \
-                (page_box[lo] if page_box[lo] < box[lo] else box[lo])
+            grown *= ((high if high > box[hi] else box[hi]) -
+                      (low if low < box[lo] else box[lo]))
         return grown - area, area
 
     @staticmethod
@@ -267,8 +267,8 @@ class RTree:
         selection sort in place, whose order of equal boxes is its own."""
         lo, hi = 2 * axis, 2 * axis + 1
         keys = [(boxes[j][lo], boxes[j][hi]) for j in ids]
-        if len(set(keys)) == len(keys):
-            # no equal boxes: every sort gives the same order
+        if len(set(keys)) == len(keys) and all(a == a and b == b for a, b in keys):
+            # no equal boxes (and no NaN): every sort gives the same order
             ids.sort(key=lambda j: (boxes[j][lo], boxes[j][hi]))
             return
         n = len(ids)
