@@ -81,6 +81,13 @@ local function traceback(from_result)
         if info == nil or info.source == '@driver.lua' then
             break
         end
+        if info.what == 'C' then
+            -- the protected call of Spindle's fiber driver is not the user's
+            local caller = getinfo(level + 1, 'S')
+            if caller == nil or caller.source == '@driver.lua' then
+                break
+            end
+        end
         if info.source == SOURCE then
             if started and info.name == 'test' then
                 local frame = frame_of(info)

@@ -63,6 +63,18 @@ print(t3:check())
 os.exit(0)
 """
 
+IN_FIBERS = r"""
+local tap = require('tap')
+local fiber = require('fiber')
+local test = tap.test('f')
+test:plan(2)
+fiber.create(function() test:ok(false, 'in fiber') end)
+fiber.sleep(0.01)
+pcall(function() test:is(1, 2, 'in pcall') end)
+test:check()
+os.exit(0)
+"""
+
 
 def _same(script, tmp_path):
     real, ours = both(script, tmp_path)
@@ -80,3 +92,8 @@ def test_tap_checks_as_tarantool(tmp_path):
 def test_tap_subtests_as_tarantool(tmp_path):
     out = _same(SUBTESTS, tmp_path)
     assert "    # sub: end\nnot ok - failed subtests\n" in out
+
+
+def test_tap_traces_in_fibers_and_pcall_as_tarantool(tmp_path):
+    out = _same(IN_FIBERS, tmp_path)
+    assert "    name: pcall\n" in out
