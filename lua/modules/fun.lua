@@ -11,8 +11,9 @@
 -- so that a pcall() reads the same on both.
 local type, select, error, setmetatable, getmetatable = type, select, error, setmetatable,
     getmetatable
-local unpack, next, pairs, ipairs, tostring, string_sub, string_find = unpack, next, pairs, ipairs, tostring,
-    string.sub, string.find
+local unpack, next, pairs, ipairs, tostring, rawget = unpack, next, pairs, ipairs, tostring,
+    rawget
+local string_sub, string_find = string.sub, string.find
 local string_format, math_min, math_max, math_random = string.format, math.min, math.max,
     math.random
 
@@ -69,6 +70,13 @@ local function hash_gen(tab, key)
     return key, key, value
 end
 
+-- A box tuple is cdata in 2.6.0, which fun does not iterate (tuple:pairs() does)
+local function is_tuple(obj)
+    local box = package.loaded.box
+    local tuple = type(box) == 'table' and rawget(box, 'tuple') or nil
+    return tuple ~= nil and tuple.is(obj)
+end
+
 local function raw_iter(obj, param, state)
     local kind = type(obj)
     if kind == 'function' then
@@ -82,8 +90,12 @@ local function raw_iter(obj, param, state)
                 return mt.__ipairs(obj)
             elseif mt.__pairs ~= nil then
                 return mt.__pairs(obj)
+            elseif is_tuple(obj) then
+                kind = 'cdata'
             end
         end
+    end
+    if kind == 'table' then
         if #obj > 0 then
             return ipairs(obj)
         end

@@ -141,6 +141,7 @@ for k, v in t:ipairs() do print(k, v) end
 print(t:pairs():totable()[2], t:pairs():length())
 for k, v in t:pairs(1) do print(k, v) end
 print(box.tuple.new{1, 2}:pairs():sum())
+print(pcall(fun.iter, box.tuple.new{1, 2}))
 os.exit(0)
 """
 
