@@ -147,6 +147,45 @@ def _add_2(to: list, box: list) -> None:
         to[3] = box[3]
 
 
+# (the 2-axis forms of RTree._growth_any and RTree._distance_any)
+
+def _growth_2(p: list, b: list) -> tuple:
+    area = (p[3] - p[2]) * (p[1] - p[0])
+    grown = (((p[3] if p[3] > b[3] else b[3]) - (p[2] if p[2] < b[2] else b[2])) *
+             ((p[1] if p[1] > b[1] else b[1]) - (p[0] if p[0] < b[0] else b[0])))
+    return grown - area, area
+
+
+def _euclid_2(box: list, point: list) -> float:
+    total = 0.0
+    p = point[2]
+    if p < box[2]:
+        total += (box[2] - p) * (box[2] - p)
+    elif p > box[3]:
+        total += (p - box[3]) * (p - box[3])
+    p = point[0]
+    if p < box[0]:
+        total += (box[0] - p) * (box[0] - p)
+    elif p > box[1]:
+        total += (p - box[1]) * (p - box[1])
+    return total
+
+
+def _manhattan_2(box: list, point: list) -> float:
+    total = 0.0
+    p = point[2]
+    if p < box[2]:
+        total += box[2] - p
+    elif p > box[3]:
+        total += p - box[3]
+    p = point[0]
+    if p < box[0]:
+        total += box[0] - p
+    elif p > box[1]:
+        total += p - box[1]
+    return total
+
+
 def _page_cover(page: list, add: Callable = _add) -> list:
     """The box of a page: what covers its branches' boxes."""
     out = list(page[0][0])
@@ -172,9 +211,11 @@ class RTree:
         two = dimension == 2
         self.tests = _SEARCH_2 if two else _SEARCH
         self._add = _add_2 if two else _add
-        if two:
-            self._growth = self._growth_2
-            self.distance = self._manhattan_2 if manhattan else self._euclid_2
+        self._growth: Callable[[list, list], tuple] = \
+            _growth_2 if two else self._growth_any
+        # distance(box, point): see _distance_any
+        self.distance: Callable[[list, list], float] = (
+            (_manhattan_2 if manhattan else _euclid_2) if two else self._distance_any)
         self.root: list | None = None
         self.height = 0
         self.version = 0                          # moves at every change
@@ -185,7 +226,7 @@ class RTree:
             area *= box[hi] - box[lo]
         return area
 
-    def _growth(self, page_box: list, box: list) -> tuple:
+    def _growth_any(self, page_box: list, box: list) -> tuple:
         """How much the area of `page_box` grows to cover `box`, and that area."""
         area = grown = 1.0
         for lo, hi in self._axes:
@@ -193,13 +234,6 @@ class RTree:
             area *= high - low
             grown *= ((high if high > box[hi] else box[hi]) -
                       (low if low < box[lo] else box[lo]))
-        return grown - area, area
-
-    @staticmethod
-    def _growth_2(p: list, b: list) -> tuple:
-        area = (p[3] - p[2]) * (p[1] - p[0])
-        grown = (((p[3] if p[3] > b[3] else b[3]) - (p[2] if p[2] < b[2] else b[2])) *
-                 ((p[1] if p[1] > b[1] else b[1]) - (p[0] if p[0] < b[0] else b[0])))
         return grown - area, area
 
     def _cover(self, boxes: list) -> list:
@@ -227,9 +261,10 @@ class RTree:
     def _insert_at(self, box: list, child: Any, level: int) -> None:
         """Put a branch into the page `level` levels down from the root (1: the
         root), splitting the root when it overflows."""
-        split = self._insert(self.root, box, child, level)
+        old = self.root
+        assert old is not None
+        split = self._insert(old, box, child, level)
         if split is not None:
-            old = self.root
             self.root = [[_page_cover(old, self._add), old],
                          [_page_cover(split, self._add), split]]
             self.height += 1
@@ -402,7 +437,7 @@ class RTree:
             if page_test(query, box):
                 yield from self._walk(below, level - 1, query, page_test, entry_test)
 
-    def distance(self, box: list, point: list) -> float:
+    def _distance_any(self, box: list, point: list) -> float:
         """2.6.0's distance from `point` (a box's first corner counts) to `box`: 0
         inside it; euclid squared, or manhattan."""
         total = 0.0
@@ -415,36 +450,6 @@ class RTree:
             else:
                 continue
             total += gap if self.manhattan else gap * gap
-        return total
-
-    @staticmethod
-    def _euclid_2(box: list, point: list) -> float:
-        total = 0.0
-        p = point[2]
-        if p < box[2]:
-            total += (box[2] - p) * (box[2] - p)
-        elif p > box[3]:
-            total += (p - box[3]) * (p - box[3])
-        p = point[0]
-        if p < box[0]:
-            total += (box[0] - p) * (box[0] - p)
-        elif p > box[1]:
-            total += (p - box[1]) * (p - box[1])
-        return total
-
-    @staticmethod
-    def _manhattan_2(box: list, point: list) -> float:
-        total = 0.0
-        p = point[2]
-        if p < box[2]:
-            total += box[2] - p
-        elif p > box[3]:
-            total += p - box[3]
-        p = point[0]
-        if p < box[0]:
-            total += box[0] - p
-        elif p > box[1]:
-            total += p - box[1]
         return total
 
     def neighbors(self, point: list) -> Iterator[Any]:
@@ -562,7 +567,7 @@ class RtreeIndex(Index):
               all(map(_is_number, value)))
         if not ok:
             raise ClientError(ErrorCode.ER_RTREE_RECT, what, dim, 2 * dim)
-        box = []
+        box: list = []
         if len(value) == dim:
             for v in value:
                 v = float(v)
