@@ -340,7 +340,9 @@ function tap.test(name, fun)
     io_write('TAP version 13\n')
     local test = new_test(nil, name)
     if fun ~= nil then
+        test:diag('%s', tostring(name))
         fun(test)
+        test:diag('%s: end', tostring(name))
         return test:check()
     end
     return test

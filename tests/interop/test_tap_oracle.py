@@ -57,6 +57,8 @@ test:fail('explicit fail')
 test.strict = true
 test:is(box.NULL, nil, 'null is nil')
 print(test:check())
+print(tap.test('y', function(t) t:plan(2) t:ok(true, 'f')
+    t:test('inner', function(s) s:plan(1) s:ok(true, 'deep') end) end))
 local t3 = tap.test('t3')
 t3:ok(true)
 print(t3:check())
