@@ -13,6 +13,9 @@ calls/s of a function that returns its argument:
 
 Each figure is the median of `--reps` runs, the two clients in alternation (the
 machine's speed drifts). Rates: higher is better; the ratio is Spindle / Tarantool.
+Next to each rate the client's own CPU time per call (clock.proc()), which the
+load of a busy machine moves less than the rates: lower is better, and its ratio is
+Spindle / Tarantool too (so above 1 means Spindle spends more).
 """
 from __future__ import annotations
 
@@ -40,20 +43,24 @@ local net, fiber, clock = require('net.box'), require('fiber'), require('clock')
 local c = net.connect('127.0.0.1:' .. arg[1])
 local n = tonumber(arg[2])
 for i = 1, 200 do c:call('echo', {i}) end          -- warm up
-local t = clock.monotonic()
+-- each figure: calls/s (wall clock) and the client's CPU microseconds per call
+local function report(name, calls, t, cpu)
+    print(name, calls / (clock.monotonic() - t), (clock.proc() - cpu) / calls * 1e6)
+end
+local t, cpu = clock.monotonic(), clock.proc()
 for i = 1, n do c:call('echo', {i}) end
-print('round', n / (clock.monotonic() - t))
-t = clock.monotonic()
+report('round', n, t, cpu)
+t, cpu = clock.monotonic(), clock.proc()
 local batch = 100
 for i = 1, n, batch do
     local futures = {}
     for j = 1, batch do futures[j] = c:call('echo', {j}, {is_async = true}) end
     for j = 1, batch do futures[j]:wait_result() end
 end
-print('async', n / (clock.monotonic() - t))
+report('async', n, t, cpu)
 local fibers, per = 50, math.floor(n / 50)
 local done = fiber.channel(fibers)
-t = clock.monotonic()
+t, cpu = clock.monotonic(), clock.proc()
 for f = 1, fibers do
     fiber.create(function()
         for i = 1, per do c:call('echo', {i}) end
@@ -61,13 +68,16 @@ for f = 1, fibers do
     end)
 end
 for f = 1, fibers do done:get() end
-print('fibers', fibers * per / (clock.monotonic() - t))
+report('fibers', fibers * per, t, cpu)
 os.exit(0)
 """
 
 NAMES = {"round": "sync call round trips/s (1 fiber)",
          "async": "pipelined calls/s (is_async, 100 in flight)",
          "fibers": "pipelined calls/s (50 fibers)"}
+CPU_NAMES = {"round": "client CPU us/call, round trips",
+             "async": "client CPU us/call, is_async",
+             "fibers": "client CPU us/call, 50 fibers"}
 
 
 def run_client(binary: str, port: int, calls: int) -> dict[str, float]:
@@ -80,9 +90,10 @@ def run_client(binary: str, port: int, calls: int) -> dict[str, float]:
         raise RuntimeError(f"{binary} failed: {out.stderr[-800:]}")
     figures = {}
     for line in out.stdout.splitlines():
-        key, _, value = line.partition("\t")
+        key, *values = line.split("\t")
         if key in NAMES:
-            figures[NAMES[key]] = float(value)
+            figures[NAMES[key]] = float(values[0])
+            figures[CPU_NAMES[key]] = float(values[1])
     return figures
 
 
@@ -98,7 +109,7 @@ def measure(server: str, calls: int, reps: int) -> dict[str, dict[str, float]]:
         finally:
             node.stop()
     return {client: {name: statistics.median(run[name] for run in results)
-                     for name in NAMES.values()}
+                     for name in (*NAMES.values(), *CPU_NAMES.values())}
             for client, results in runs.items()}
 
 

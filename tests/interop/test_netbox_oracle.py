@@ -327,6 +327,13 @@ print('wc num', w.state)
 print(pcall(c.close))
 print(c:close(), c:close(), c.state)
 try('closed again', c.ping, c)
+local tc1 = net.connect('u:p@' .. addr, {wait_connected = false})
+tc1:on_connect(function() error('trigger failed', 0) end)
+tc1:on_disconnect(function() print('on_disconnect ran') end)
+print('failing trigger', tc1:wait_connected(5), tc1.state, tc1.error)
+local tc2 = net.connect('u:p@' .. addr, {wait_connected = false})
+tc2:on_schema_reload(function() error('reload failed', 0) end)
+print('failing reload', tc2:wait_connected(5), tc2.state, tc2.error)
 os.exit(0)
 """
 
@@ -334,7 +341,8 @@ os.exit(0)
 def test_netbox_options_and_many_connections(tmp_path):
     """call_16, host and port apart, collations and nullable parts of the schema, a
     big select, net.box.timeout() and conn:timeout(), twenty connections, DDL with
-    requests in flight, wait_connected as a number, close() twice."""
+    requests in flight, wait_connected as a number, close() twice, triggers that
+    fail."""
     outputs = _matrix(tmp_path, CLIENT_MORE)
     reference = outputs["tarantool", "tarantool"]
     assert "closed again\tok\t[false]" in reference, reference

@@ -33,7 +33,9 @@ from spindle.core.fiber import Cond
 from spindle.core.fiber.coio import SocketError, connect
 from spindle.core.iproto.auth import encode_auth_body, scramble
 from spindle.core.iproto.constants import IprotoKey, IprotoType
-from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode, TimedOut
+from spindle.core.iproto.errors import (
+    BoxError, ClientError, ErrorCode, FiberIsCancelled, TimedOut,
+)
 from spindle.core.iproto.greeting import GREETING_SIZE, decode_greeting
 from spindle.core.iproto.msgpack import (
     MsgpackError, error_unpack, mp_next, pack, unpack_exact,
@@ -52,6 +54,10 @@ _REPLY_HEAD_MARK = b"\x83\x00\xce"
 _REPLY_HEAD_SIZE = 23
 _unpack_reply_head = struct.Struct(">I2xQ2xI").unpack_from
 _pack_request_head = struct.Struct(">BIBBBBBI").pack
+
+
+class _WorkerDone(Exception):
+    """The worker ends (a trigger failed while it reported an error)."""
 
 
 class LinkError(Exception):
@@ -157,16 +163,29 @@ class Transport:
         return self.state in targets
 
     def _set_state(self, state: str, code: int | None = None, message: str | None = None) -> None:
+        """set_state(): the Lua side hears of it (and runs the triggers, whose error
+        is raised here, as in 2.6.0, after the waiters were told)."""
         self.state, self.last_code, self.last_error = state, code, message
         try:
             self.runtime.call(self.callback, "state_changed", state, message)
-        except Exception as exc:   # noqa: BLE001 - a trigger's error is logged, as a fiber's
-            log.error("net.box: %s", getattr(exc, "message", exc))
-        self.state_cond.broadcast()
-        if state in ("error", "error_reconnect", "closed"):
-            pending, self.requests = self.requests, {}
-            for request in pending.values():
-                request.finish(None, state_error(code, message))
+        finally:
+            self.state_cond.broadcast()
+            if state in ("error", "error_reconnect", "closed"):
+                pending, self.requests = self.requests, {}
+                for request in pending.values():
+                    request.finish(None, state_error(code, message))
+
+    def _fail(self, state: str, code: int | None, message: str | None) -> None:
+        """The worker's move to error or error_reconnect; a trigger failing in it
+        ends the worker, its error logged (as a 2.6.0 fiber's error is)."""
+        try:
+            self._set_state(state, code, message)
+        except FiberIsCancelled:
+            raise
+        except Exception as exc:   # noqa: BLE001 - logged as a dying fiber's error
+            log.error("%s", getattr(exc, "message", exc))
+            self.state = "error"
+            raise _WorkerDone() from None
 
     def _event(self, *args) -> Any:
         results = self.runtime.call(self.callback, *args)
@@ -188,29 +207,39 @@ class Transport:
                     request.cond.broadcast()
 
     def _run(self) -> None:
+        try:
+            self._loop()
+        except _WorkerDone:
+            pass
+
+    def _loop(self) -> None:
         while True:
             try:
                 greeting = self._establish()
             except LinkError as failure:
                 timeout = self._reconnect_timeout()
                 if timeout is None:
-                    self._set_state("error", ErrorCode.ER_NO_CONNECTION, failure.message)
+                    self._fail("error", ErrorCode.ER_NO_CONNECTION, failure.message)
                     return
-                self._set_state("error_reconnect", ErrorCode.ER_NO_CONNECTION, failure.message)
+                self._fail("error_reconnect", ErrorCode.ER_NO_CONNECTION, failure.message)
             else:
                 try:
                     self._protocol(greeting)
-                except LinkError as failure:
+                except LinkError as failure:            # error_sm()
                     self._close_socket()
                     if self.state != "closed":
                         if self._reconnect_timeout() is not None:
-                            self._set_state("error_reconnect", failure.code, failure.message)
+                            self._fail("error_reconnect", failure.code, failure.message)
                         else:
-                            self._set_state("error", failure.code, failure.message)
-                except BoxError as exc:       # what cannot be read: 2.6.0's pcall fails
+                            self._fail("error", failure.code, failure.message)
+                except FiberIsCancelled:
+                    raise
+                except BoxError as exc:
+                    # what cannot be read, or a trigger's error: 2.6.0's pcall around
+                    # the protocol fails and the connection ends in `error`
                     self._close_socket()
                     if self.state not in FINAL_STATES:
-                        self._set_state("error", ErrorCode.ER_UNKNOWN, exc.message)
+                        self._fail("error", ErrorCode.ER_UNKNOWN, exc.message)
                 self._close_socket()
                 timeout = self._reconnect_timeout()
             if timeout is None or self.state != "error_reconnect":
