@@ -628,3 +628,22 @@ def test_bad_peers_fail_the_waiting_fibers(tmp_path):
             server.close()
         assert real.endswith("rc=0\n") and ours.endswith("rc=0\n"), (mode, real, ours)
         assert _normalized(ours) == _normalized(real), (mode, real, ours)
+
+
+# ----------------------------------------------- the errors of test_netbox_errors_oracle
+
+def test_spindle_client_sees_the_errors_2_6_0_sees(tmp_path):
+    """test_netbox_errors_oracle.py's client (refusals, custom and chained errors
+    with their MP_ERROR fields, traces, long messages, an auth failure) run by
+    Spindle's net.box too. (A box.error is cdata in 2.6.0 and a table in Spindle:
+    the client's check for it takes both.)"""
+    from .test_netbox_errors_oracle import CLIENT as ERRORS_CLIENT
+    from .test_netbox_errors_oracle import SERVER as ERRORS_SERVER
+    client = ERRORS_CLIENT.replace("if type(e) ~= 'cdata' then",
+                                   "if type(e) ~= 'cdata' and type(e) ~= 'table' then")
+    assert client != ERRORS_CLIENT
+    outputs = _matrix(tmp_path, client, ERRORS_SERVER)
+    reference = outputs["tarantool", "tarantool"]
+    assert "chained" in reference and "rc=0" in reference, reference
+    for key, output in outputs.items():
+        assert output.splitlines() == reference.splitlines(), key
