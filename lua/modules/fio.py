@@ -61,10 +61,21 @@ def _copyfile(source: bytes, target: bytes) -> bool:
     return True
 
 
+_TEMP_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+
 def _tempdir() -> bytes:
-    import tempfile
+    """mkdtemp("$TMPDIR/XXXXXX") as 2.6.0 calls it: six random letters, mode 0700."""
+    import secrets
     base = os.environ.get("TMPDIR") or "/tmp"
-    return os.fsencode(tempfile.mkdtemp(prefix="", dir=base))
+    for _ in range(100):
+        path = os.path.join(base, "".join(secrets.choice(_TEMP_LETTERS) for _ in range(6)))
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            continue
+        return os.fsencode(path)
+    raise FileExistsError(17, "File exists")
 
 
 def _glob(pattern: bytes) -> list[bytes]:

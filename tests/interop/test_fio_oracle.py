@@ -170,7 +170,11 @@ show('glob', fio.glob, 'd/*')
 show('glob none', fio.glob, 'd/zz*')
 show('glob number', fio.glob, 5)
 show('glob nil', fio.glob)
-show('tempdir', function() local t = fio.tempdir() return type(t), fio.path.is_dir(t), fio.rmdir(t) end)
+show('tempdir', function()
+    local t = fio.tempdir()
+    return type(t), fio.path.is_dir(t), fio.basename(t):match('^%w%w%w%w%w%w$') ~= nil,
+           fio.stat(t).mode % 4096, fio.rmdir(t)
+end)
 show('path', fio.path.exists('d'), fio.path.exists('none'), fio.path.is_dir('d'),
      fio.path.is_file('probe.lua'), fio.path.is_link('d/sl2'), fio.path.lexists('d/sl2'),
      fio.path.exists('d/sl2'), fio.path.is_dir(5), fio.path.is_file('d'))
