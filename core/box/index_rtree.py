@@ -1,7 +1,7 @@
 """memtx's RTREE index (memtx_rtree.c of 2.6.0) on an R-tree shaped as 2.6.0's.
 
 One array part, non-unique, `dimension` (2..20) numbers for a point or twice that for
-a box, `distance` euclid or manhattan. Iterators ALL, EQ (the same box, to 1e-6),
+a box, `distance` euclid or manhattan. Iterators ALL, EQ (the same box),
 GE/GT (the entry contains the key's box, strictly), LE/LT (the entry lies inside it,
 strictly), OVERLAPS, NEIGHBOR (nearest first to the key's first corner).
 
@@ -24,15 +24,13 @@ index_multikey.py. BITSET: index_bitset.py.)
 from __future__ import annotations
 
 import heapq
+from operator import eq
 from typing import Any, Callable, Iterator
 
 from spindle.core.box.field_types import FieldType
 from spindle.core.box.index import Index, IndexType
 from spindle.core.iproto.constants import IteratorType as It
 from spindle.core.iproto.errors import ClientError, ErrorCode
-
-_EQ_EPSILON = 9.999999974752427e-07     # (2.6.0 compares with 0.000001f, a float)
-
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -74,10 +72,7 @@ def _overlaps(q: list, r: list) -> bool:
 
 
 def _equals(q: list, r: list) -> bool:
-    for a, b in zip(q, r):
-        if abs(a - b) > _EQ_EPSILON:
-            return False
-    return True
+    return all(map(eq, q, r))       # (exact, as 2.6.0's; NaN equals nothing)
 
 
 # iterator -> (test of a page's box, test of an entry's box): a page can hold a match
@@ -492,7 +487,7 @@ class RtreeIndex(Index):
         self._point_lookup = False
         opts = index_def.opts
         self.dimension = int(opts.get("dimension", 2))
-        self.manhattan = opts.get("distance", "euclid") == "manhattan"
+        self.manhattan = str(opts.get("distance", "euclid")).lower() == "manhattan"
         self._extract = self.key_def.extract_key
         self.clear()
 

@@ -405,3 +405,50 @@ def test_json_paths_against_the_format_as_2_6_0(tmp_path):
     assert ours.returncode == 0, ours.stderr
     assert len(real.stdout.splitlines()) == 11
     assert ours.stdout.splitlines() == real.stdout.splitlines()
+
+
+# RTREE options as 2.6.0 reads them (distance of any index, case-insensitive; an
+# integer dimension in [1, 20]), a one-axis RTREE, manhattan, truncate, EQ exact
+RTREE_OPTIONS = """
+box.cfg{log_level = 1}
+local function ids(t) local o = {} for _, x in ipairs(t) do o[#o + 1] = x[1] end return table.concat(o, ' ') end
+local r = box.schema.space.create('r')
+r:create_index('pk')
+print('t dist', pcall(function() return r:create_index('t1', {parts = {2, 'unsigned'}, distance = 'foo'}).name end))
+print('t dim', pcall(function() return r:create_index('t2', {parts = {3, 'unsigned'}, dimension = 0}).name end))
+print('r dist5', pcall(function() return r:create_index('r1', {type = 'rtree', parts = {4, 'array'}, unique = false, distance = 5}) end))
+print('r dim -1', pcall(function() return r:create_index('r3', {type = 'rtree', parts = {5, 'array'}, unique = false, dimension = -1}) end))
+print('r dim 21', pcall(function() return r:create_index('r3', {type = 'rtree', parts = {5, 'array'}, unique = false, dimension = 21}) end))
+print('r dim 2.5', pcall(function() return r:create_index('r4', {type = 'rtree', parts = {6, 'array'}, unique = false, dimension = 2.5}) end))
+print('raw', pcall(function() return box.space._index:insert{r.id, 50, 'raw', 'rtree', {distance = 'foo', unique = false}, {{7, 'array'}}} end))
+print('raw2', pcall(function() return box.space._index:insert{r.id, 51, 'raw2', 'tree', {distance = 'foo'}, {{8, 'unsigned'}}} end))
+print('raw3', pcall(function() return box.space._index:insert{r.id, 52, 'raw3', 'rtree', {dimension = 0, unique = false}, {{9, 'array'}}} end))
+local s = box.schema.space.create('s')
+s:create_index('pk')
+print('one', pcall(function() return s:create_index('one', {type = 'rtree', parts = {2, 'array'}, unique = false, dimension = 1}).dimension end))
+print('m', pcall(function() return s:create_index('m', {type = 'rtree', parts = {3, 'array'}, unique = false, distance = 'MANHATTAN'}).name end))
+for i = 1, 60 do s:insert{i, {(i * 37) % 61}, {(i * 7) % 13, (i * 11) % 17}} end
+print('one nb', ids(s.index.one:select({{30}}, {iterator = 'NEIGHBOR', limit = 7})))
+print('one key', pcall(function() return s.index.one:select({30}, {iterator = 'NEIGHBOR'}) end))
+print('one le', ids(s.index.one:select({10, 20}, {iterator = 'LE'})))
+print('one all', ids(s.index.one:select()))
+print('m nb', ids(s.index.m:select({6.5, 8.5}, {iterator = 'NEIGHBOR', limit = 9})))
+print('m eq', ids(s.index.m:select({7.0000001, 11}, {iterator = 'EQ'})))
+print('m eq2', ids(s.index.m:select({7.00001, 11}, {iterator = 'EQ'})))
+s:truncate()
+print('trunc', #s.index.m:select(), #s.index.one:select({{1}}, {iterator = 'NEIGHBOR'}))
+s:insert{1, {1}, {1, 1}}
+print('again', ids(s.index.m:select({0, 0}, {iterator = 'NEIGHBOR'})))
+s:insert{2, {2}, {7, 11}} s:insert{3, {3}, {20, 20}}
+print('eq exact', #s.index.m:select({7.0000001, 11}, {iterator = 'EQ'}),
+      #s.index.m:select({7, 11}, {iterator = 'EQ'}), #s.index.m:select({7.0000000001, 11}, {iterator = 'EQ'}))
+os.exit(0)
+"""
+
+
+def test_rtree_options_as_2_6_0(tmp_path):
+    real, ours = both(RTREE_OPTIONS, tmp_path)
+    assert real.returncode == 0, real.stderr
+    assert ours.returncode == 0, ours.stderr
+    assert len(real.stdout.splitlines()) == 21
+    assert ours.stdout.splitlines() == real.stdout.splitlines()
