@@ -41,6 +41,8 @@ BALLOT_IS_RO, BALLOT_VCLOCK, BALLOT_GC_VCLOCK, BALLOT_IS_LOADING = 0x01, 0x02, 0
 # box.stat()'s slots, as plain ints
 _SELECT, _AUTH, _CALL, _EVAL = map(int, (IprotoType.SELECT, IprotoType.AUTH,
                                          IprotoType.CALL, IprotoType.EVAL))
+# (an enum member read from its class costs ~0.1 µs on Python 3.11: read once)
+_R, _W = Priv.R, Priv.W
 _USER_SPACE_ID_MIN = 512          # BOX_SYSTEM_ID_MAX + 1: below are system spaces
 _pack_u32 = struct.Struct(">I").pack
 _DATA_HEAD = b"\x81\x30\xdd"        # {DATA: [...]} with a 32-bit array header, as 2.6.0
@@ -188,7 +190,7 @@ class BoxExecutor(IprotoExecutor):
         if space is None:
             raise ClientError(ErrorCode.ER_NO_SUCH_SPACE, str(request.space_id))
         user_id = session.euid
-        self._check_space(box, user_id, space, Priv.R)
+        self._check_space(box, user_id, space, _R)
         key = request.key
         if space.engine == "sysview":
             rows = self._view_select(space, request, key, user_id)
@@ -241,7 +243,7 @@ class BoxExecutor(IprotoExecutor):
             raise ClientError(ErrorCode.ER_NO_SUCH_SPACE, str(request.space_id))
         if not space.is_temporary and box.read_only:
             raise ClientError(ErrorCode.ER_READONLY)
-        self._check_space(box, session.euid, space, Priv.W)
+        self._check_space(box, session.euid, space, _W)
         if space.engine == "sysview":
             raise ClientError(ErrorCode.ER_VIEW_IS_RO, space.name)
         result = space.execute_request(_dml_request(request))

@@ -56,6 +56,7 @@ from .requests import (
 from .session import GUEST, Session, SessionUser, format_peer
 
 _DML_KINDS = frozenset({Insert, Replace, Update, Upsert, Delete})
+_SUBSCRIBE = int(IprotoType.SUBSCRIBE)     # (an enum member read per request is slow)
 
 NET_MSG_MAX_DEFAULT = 768             # box.cfg.net_msg_max default
 OUTPUT_HIGH_WATERMARK = 4 << 20       # stop reading input while this much output waits
@@ -82,7 +83,7 @@ class ReplicationStream:
         self.reader: FrameReader = conn.reader
         self.sock = conn.sock
         self.peer = conn.session.peer
-        self.close_after = request.type == IprotoType.SUBSCRIBE
+        self.close_after = request.type == _SUBSCRIBE
 
     def read_row(self, timeout: float | None = None) -> XRow | None:
         """The next row from the peer (ACKs, SUBSCRIBE after JOIN); None on EOF."""

@@ -84,6 +84,7 @@ _FAILED_WHILE = {
 }
 _ROWS_LOGGED_EVERY = 100000
 _SNAPSHOT_ROW_TYPES = (bytes((IprotoType.INSERT,)), bytes((IprotoType.REPLACE,)))
+_OK = int(IprotoType.OK)      # (read per row: an enum member from its class is slow)
 
 
 class Applier:
@@ -495,7 +496,7 @@ class Applier:
 
     @staticmethod
     def _stage_row(row: XRow) -> XRow | None:
-        if row.type == IprotoType.OK:
+        if row.type == _OK:
             return None
         if is_dml(row.type) or is_synchro(row.type):
             return row

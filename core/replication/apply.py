@@ -49,6 +49,10 @@ from spindle.core.iproto.xrow import XRow
 from .instance_api import ReplicationInstanceApi
 
 SNAPSHOT_BATCH = 1000      # snapshot rows per transaction (and per yield)
+# per-row constants (an enum member read from its class costs ~0.1 µs on Python 3.11)
+_NOP = int(IprotoType.NOP)
+_PUT_TYPES = (int(IprotoType.INSERT), int(IprotoType.REPLACE))
+_SPACE_ID, _TUPLE = int(IprotoKey.SPACE_ID), int(IprotoKey.TUPLE)
 
 
 class StreamError(BoxError):
@@ -88,9 +92,9 @@ class SnapshotRows:
         return len(self.items)
 
     def add(self, row: XRow) -> None:
-        if row.type == IprotoType.NOP:
+        if row.type == _NOP:
             return
-        if row.type not in (IprotoType.INSERT, IprotoType.REPLACE):
+        if row.type not in _PUT_TYPES:
             raise StreamError(ClientError(ErrorCode.ER_UNKNOWN_REQUEST_TYPE, row.type))
         self.add_body(row.type, row.body)
 
@@ -103,8 +107,8 @@ class SnapshotRows:
         except BoxError as exc:
             raise StreamError(exc) from exc
         if type(decoded) is dict and len(decoded) == 2:
-            space_id = decoded.get(IprotoKey.SPACE_ID)
-            tup = decoded.get(IprotoKey.TUPLE)
+            space_id = decoded.get(_SPACE_ID)
+            tup = decoded.get(_TUPLE)
             if type(space_id) is int and space_id >= 0 and type(tup) is list:
                 self.items.append((space_id, tup))
                 return
@@ -286,7 +290,7 @@ def _apply_rows(box: ReplicationInstanceApi, txn, statements: list[Statement],
                     if exc.code != ErrorCode.ER_TUPLE_FOUND or not skip_conflict:
                         raise
                     journal_rows = _skip_conflict(rows, journal_rows, i, exc)
-            elif rtype == IprotoType.NOP:
+            elif rtype == _NOP:
                 continue
             elif is_synchro(rtype):
                 try:
