@@ -78,9 +78,51 @@ def _tempdir() -> bytes:
     raise FileExistsError(17, "File exists")
 
 
+_glob_call = None
+_GLOB_NOESCAPE = 1 << 6      # glibc's; 2.6.0 takes a backslash literally
+
+
+def _libc_glob():
+    """The C library's glob(3), through ctypes (loaded on first use): 2.6.0 calls it,
+    and Python's glob module differs ('.*' matches '.' and '..' there, '[^a]' negates)."""
+    global _glob_call
+    if _glob_call is None:
+        import ctypes
+        import ctypes.util
+
+        class GlobT(ctypes.Structure):
+            # glibc's glob_t: the count, the paths, the offset, the flags and five
+            # callbacks (GLOB_ALTDIRFUNC), unused here
+            _fields_ = [("gl_pathc", ctypes.c_size_t),
+                        ("gl_pathv", ctypes.POINTER(ctypes.c_char_p)),
+                        ("gl_offs", ctypes.c_size_t), ("gl_flags", ctypes.c_int),
+                        ("callbacks", ctypes.c_void_p * 5)]
+
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.glob.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p,
+                              ctypes.POINTER(GlobT)]
+        libc.globfree.argtypes = [ctypes.POINTER(GlobT)]
+
+        def call(pattern: bytes) -> list[bytes]:
+            found = GlobT()
+            code = libc.glob(pattern, _GLOB_NOESCAPE, None, ctypes.byref(found))
+            try:
+                if code != 0:
+                    return []        # no match (or an unreadable directory): none
+                return [found.gl_pathv[i] for i in range(found.gl_pathc)]
+            finally:
+                libc.globfree(ctypes.byref(found))
+        _glob_call = call
+    return _glob_call
+
+
 def _glob(pattern: bytes) -> list[bytes]:
-    # glob(3) with 2.6.0's flags: no hidden files for wildcards, results sorted
-    return sorted(glob.glob(pattern))
+    """glob(3) with 2.6.0's flag (GLOB_NOESCAPE): sorted, no hidden files for
+    wildcards."""
+    try:
+        return _libc_glob()(pattern)
+    except (OSError, AttributeError):
+        return sorted(glob.glob(pattern))      # a C library without glob(3)
 
 
 def _write_all(fd: int, data: bytes) -> int:

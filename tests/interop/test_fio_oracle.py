@@ -170,6 +170,15 @@ show('glob', fio.glob, 'd/*')
 show('glob none', fio.glob, 'd/zz*')
 show('glob number', fio.glob, 5)
 show('glob nil', fio.glob)
+fio.mkdir('d/gd') fio.mkdir('d/gd/.h') fio.mkdir('d/gd/sub')
+for _, name in ipairs({'d/gd/a', 'd/gd/.x', 'd/gd/sub/b', 'd/gd/g\\x'}) do
+    fio.open(name, {'O_CREAT', 'O_WRONLY'}):close()
+end
+for _, p in ipairs({'d/gd/.*', 'd/gd/*', 'd/gd/*/*', 'd/gd/[a]', 'd/gd/[!a]*', 'd/gd/[^a]*',
+                    'd/gd/[', 'd/gd/**', 'd/gd/', 'd/gd/?', 'd/gd/\\a', 'd/gd/g\\*',
+                    'd/gd/a*/', 'd/gd/s*/', 'd/gd/{a,b}'}) do
+    show('glob ' .. p, fio.glob, p)
+end
 show('tempdir', function()
     local t = fio.tempdir()
     return type(t), fio.path.is_dir(t), fio.basename(t):match('^%w%w%w%w%w%w$') ~= nil,
