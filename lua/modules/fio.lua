@@ -269,21 +269,26 @@ function fio.basename(path, suffix)
     return path
 end
 
--- POSIX dirname(3): the path without its last component and trailing slashes.
+-- glibc's dirname(3): the path without its last component and trailing slashes;
+-- a root of exactly two slashes stays '//' (POSIX leaves it to the system).
+local function root_of(path)
+    return (sub(path, 1, 2) == '//' and sub(path, 3, 3) ~= '/') and '//' or '/'
+end
+
 function fio.dirname(path)
     if type(path) ~= 'string' then
         located(301, 'Usage: fio.dirname(path)')
     end
     local trimmed = gsub(path, '/+$', '')
     if trimmed == '' then
-        return path == '' and '.' or '/'
+        return path == '' and '.' or root_of(path)
     end
     local dir = trimmed:match('^(.*)/[^/]*$')
     if dir == nil then
         return '.'
     end
     dir = gsub(dir, '/+$', '')
-    return dir == '' and '/' or dir
+    return dir == '' and root_of(path) or dir
 end
 
 function fio.abspath(path)

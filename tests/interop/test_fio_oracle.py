@@ -77,7 +77,8 @@ show('basename dir', fio.basename, '/a/b/')
 show('basename empty', fio.basename, '')
 show('basename number', fio.basename, 5)
 show('dirname', fio.dirname, '/a/b/')
-for _, p in ipairs({'abc', '/', '', '//a//b//', 'a/b', '/a', 'a/'}) do
+for _, p in ipairs({'abc', '/', '', '//a//b//', 'a/b', '/a', 'a/', '//', '///', '//a', '///a',
+                    'a//', 'a//b', '.', '..', '/a/.', 'a/b/c//'}) do
     show('dirname ' .. p, fio.dirname, p)
 end
 show('dirname number', fio.dirname, 5)
