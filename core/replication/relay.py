@@ -79,6 +79,8 @@ GC_CHECK_INTERVAL = 0.5       # at most this often an ACK moves the GC consumer
 # in docs/PERFORMANCE.md). The price: at most 5 ms more lag of a steady stream of
 # asynchronous rows.
 COALESCE_WINDOW = 0.005
+# read per row (an enum member read from its class costs ~0.1 µs on Python 3.11)
+_LOCAL = int(GroupId.LOCAL)
 _pack_u32 = struct.Struct(">I").pack
 
 
@@ -170,7 +172,7 @@ def relay_filter_tx(tx: list[XRow], *, subscriber_id: int = 0,
     replica's applier never waits for the end of a transaction it will not get."""
     out: list[XRow] = []
     for row in tx:
-        if row.group_id == GroupId.LOCAL:
+        if row.group_id == _LOCAL:
             if row.replica_id == 0:
                 continue
             row = XRow(type=IprotoType.NOP, replica_id=row.replica_id, lsn=row.lsn,
@@ -541,7 +543,7 @@ def relay_initial_join(box: ReplicationInstanceApi, stream, sync: int) -> VClock
         time_slice = TimeSlice(sched, RELAY_SLICE)
         count = 0
         for space_id, tup, group_id in view:
-            if group_id == GroupId.LOCAL:
+            if group_id == _LOCAL:
                 continue
             prefix = prefixes.get(space_id)
             if prefix is None:
