@@ -9,15 +9,20 @@ sources' `path` option, so a glob over several instances' directories works
 too. With `--mirror`, sealed xlogs are first compacted into Parquet under that
 directory (incrementally) and `xlog` reads Parquet for them plus the live WAL.
 
-The rows are printed on stdout; errors (bad SQL: Spark's message) on stderr
-with exit status 1. The JVM this starts is shut down before returning.
+The rows are printed on stdout; errors on stderr, one line each (bad SQL:
+Spark's message with its suggestion; a --dir that does not exist is refused
+before Spark starts) with exit status 1. The JVM's own output (JDK warnings,
+log4j, Python workers' tracebacks) goes to the log at VERBOSE level, i.e.
+nowhere by default. The JVM this starts is shut down before returning.
 """
 from __future__ import annotations
 
 import argparse
 import base64
 import datetime
+import glob
 import json
+import os
 import sys
 
 PROG = "spindle spark"
@@ -88,12 +93,26 @@ def render(columns: list[str], rows: list[tuple], fmt: str) -> str:
         f"({len(rows)} row{'s' if len(rows) != 1 else ''})\n"
 
 
+def missing_dir(path: str) -> str | None:
+    """Why `--dir` names no file at all (checked before Spark starts), or None."""
+    if glob.has_magic(path):
+        return None if glob.glob(path, recursive=True) else f"{path}: no match"
+    return None if os.path.exists(path) else f"{path}: no such file or directory"
+
+
 def main(argv: list[str]) -> int:
     options = parse_args(argv)
     conf = _conf(options.conf)
+    missing = missing_dir(options.dir)
+    if missing is not None:
+        print(f"{PROG}: {missing}", file=sys.stderr)
+        return 1
+    from spindle.core import log
     from spindle.spark_ext.pruning import pruned_sql
+    from spindle.spark_ext.runner import error_text
     from spindle.spark_ext.session import start_session, stop_session
-    spark = start_session(options.master, conf, app_name="spindle spark")
+    spark = start_session(options.master, conf, app_name="spindle spark",
+                          output=lambda line: log.verbose("spark: %s", line))
     try:
         if options.mirror:
             from spindle.spark_ext.mirror import compact, register_mirror_views
@@ -110,7 +129,7 @@ def main(argv: list[str]) -> int:
             df = pruned_sql(spark, options.sql, register)
             rows = df.collect()
         except Exception as exc:   # AnalysisException, ParseException, task failures
-            print(f"{PROG}: {_error_text(exc)}", file=sys.stderr)
+            print(f"{PROG}: {error_text(exc)}", file=sys.stderr)
             return 1
         sys.stdout.write(render(df.columns, [tuple(r) for r in rows], options.format))
         sys.stdout.flush()
@@ -118,8 +137,3 @@ def main(argv: list[str]) -> int:
     finally:
         stop_session(spark)
 
-
-def _error_text(exc: Exception) -> str:
-    # pyspark errors carry the JVM's whole stack trace after the message.
-    text = str(exc).strip()
-    return text.split("\n\tat ")[0].split("\nJVM stacktrace:")[0]

@@ -5,9 +5,12 @@ guarantees is the threading rule of the server (DESIGN §1): no py4j call, no
 pyspark import, no row conversion ever runs on the tx thread.
 
 Threads:
-* the control thread owns the SparkSession: it starts it (pyspark is imported
-  there, on first use), stops it, cancels job groups, polls stage progress
-  every PROGRESS_PERIOD while jobs run, and shuts the JVM down;
+* the control thread owns the SparkSession: it has it started (pyspark is
+  imported then, on first use) by a start thread of its own, stops it, cancels
+  job groups, polls progress every PROGRESS_PERIOD while jobs live — the
+  start's phase while a job waits for Spark (the JVM takes 10-20 s to come
+  up: the console shows what it is doing from the first second), stages and
+  tasks once it runs — and shuts the JVM down;
 * one daemon thread per job runs `work(spark, job)`, inside its own Spark job
   group (setJobGroup binds the group to the calling thread, which is why jobs
   get threads of their own and cancelJobGroup is sent from the control thread),
@@ -24,6 +27,7 @@ from __future__ import annotations
 import itertools
 import os
 import queue
+import re
 import sys
 import threading
 import time
@@ -69,10 +73,11 @@ class Job:
         return self.state in FINAL_STATES
 
     def info(self) -> dict:
-        """Plain data for box.spark.jobs() / status()."""
+        """Plain data for box.spark.jobs() / status(); `created` is local time
+        as the log prints it ("2026-12-05 11:50:23.273")."""
         end = self.finished or time.time()
         info = {"id": self.id, "kind": self.kind, "title": self.title, "state": self.state,
-                "created": self.created,
+                "created": local_time(self.created),
                 "elapsed": round(end - (self.started or self.created), 3)}
         if self.error is not None:
             info["error"] = self.error
@@ -81,6 +86,11 @@ class Job:
             info["tasks_done"] = sum(s.done for s in self.stages.values())
             info["stages"] = len(self.stages)
         return info
+
+
+def local_time(stamp: float) -> str:
+    millis = int(stamp % 1 * 1000)
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp)) + f".{millis:03d}"
 
 
 @dataclass(frozen=True)
@@ -95,17 +105,38 @@ class StageProgress:
 
 @dataclass(frozen=True)
 class JobProgress:
-    """What a progress hook gets for one running job."""
+    """What a progress hook gets for one job a fiber waits for: its stages, or
+    what it is doing before it has any ("starting Spark: starting the JVM")."""
     job_id: int
     title: str
     elapsed: float
     stages: tuple[StageProgress, ...]
+    phase: str | None = None
+
+
+@dataclass
+class _Live:
+    """A job from submit to end, as the control thread sees it."""
+    title: str
+    since: float                  # time.monotonic() at submit
+    cancel: threading.Event
+    group: str | None = None      # set once the job runs in its Spark job group
+
+
+_SQLSTATE = re.compile(r"\s*SQLSTATE: [0-9A-Z]+;?")
+_POSITION = re.compile(r";?\s*line (\d+) pos (\d+);?\s*$")
+_TRACEBACK = "Traceback (most recent call last):"
+_PLAIN_PYTHON_ERRORS = ("FileNotFoundError", "NotADirectoryError", "PermissionError",
+                        "IsADirectoryError", "XlogError")
 
 
 def error_text(exc: BaseException) -> str:
-    """An exception as a message for Lua. Spark's errors carry the JVM stack
-    (and analysis errors the query plan) after their message; a console user
-    wants the message, plus the query with its caret for parse errors. Python
+    """An exception as a one-line message for Lua, as Tarantool's are. Spark's
+    errors carry the JVM stack (analysis errors the query plan, parse errors
+    the query with a caret) after their message: the first line is kept, with
+    Spark's own hint ("Did you mean one of the following? ...") and the
+    position, without SQLSTATE. An error raised in a Python worker (a data
+    source's) comes as its whole traceback: its last line is the cause. Python
     errors of a job file keep their type name."""
     if not type(exc).__module__.startswith(("pyspark", "py4j")):
         if getattr(exc, "plain_message", False):
@@ -114,10 +145,23 @@ def error_text(exc: BaseException) -> str:
         return f"{type(exc).__name__}: {detail}"
     text = str(exc).strip() or type(exc).__name__
     text = text.split("\n\tat ")[0].split("\nJVM stacktrace:")[0].strip()
-    first, _, rest = text.partition("\n")
-    if "== SQL ==" in rest:
-        return first + "\n" + rest[rest.index("== SQL =="):].rstrip()
-    return first if first.startswith("[") else text
+    if _TRACEBACK in text:
+        return _python_cause(text.split(_TRACEBACK, 1)[1])
+    first = text.partition("\n")[0]
+    first = _SQLSTATE.sub("", first).rstrip()
+    return _POSITION.sub(lambda m: f" (line {m[1]}, pos {m[2]})", first)
+
+
+def _python_cause(traceback: str) -> str:
+    """'Type: message' from the end of a Python traceback (errors about files
+    read as their message only: '/x: no such file or directory')."""
+    lines = [line for line in traceback.splitlines()
+             if line.strip() and not line.startswith(" ")]
+    last = _SQLSTATE.sub("", lines[-1]).strip() if lines else "Python error"
+    kind, sep, message = last.partition(": ")
+    if sep and kind.rsplit(".", 1)[-1] in _PLAIN_PYTHON_ERRORS:
+        return message
+    return last
 
 
 def job_session(base):
@@ -130,14 +174,40 @@ def job_session(base):
     return session
 
 
+def job_stages(context, group: str) -> dict[int, StageProgress]:
+    """Stages of the Spark jobs of a job group, by stage id. A stage of a
+    finished Spark job that has not run all its tasks was skipped (its shuffle
+    output was there already): it is left out, so that a finished job counts
+    as many tasks done as it has."""
+    tracker = context.statusTracker()
+    stages = {}
+    for spark_job in tracker.getJobIdsForGroup(group):
+        info = tracker.getJobInfo(spark_job)
+        if info is None:
+            continue
+        succeeded = str(info.status) == "SUCCEEDED"
+        for stage_id in info.stageIds:
+            stage = tracker.getStageInfo(stage_id)
+            if stage is None or not stage.numTasks:
+                continue
+            if succeeded and stage.numCompletedTasks < stage.numTasks:
+                continue
+            stages[stage_id] = StageProgress(
+                stage_id, stage.name, stage.numTasks, stage.numCompletedTasks,
+                stage.numActiveTasks, stage.numFailedTasks)
+    return stages
+
+
 class SparkRunner:
     """Session and jobs of one instance. Methods without a thread named in
     their doc are for the tx thread and never block."""
 
     def __init__(self, post: Callable[..., None], *, master: str, conf: dict[str, str],
                  app_name: str = "spindle", on_change: Callable[[Job], None] | None = None,
-                 progress_hooks: list | None = None):
+                 progress_hooks: list | None = None,
+                 output: Callable[[str], None] | None = None):
         self.post = post
+        self.output = output      # the JVM's output lines (session.start_session)
         self.master, self.conf = master, dict(conf)
         self.app_name = app_name
         self.on_change = on_change or (lambda job: None)
@@ -148,7 +218,9 @@ class SparkRunner:
         self._lock = threading.Lock()        # guards the fields below (all threads)
         self._spark = None
         self._session_future: Future | None = None
-        self._running: dict[int, tuple[str, str, float, threading.Event]] = {}
+        self._starter: threading.Thread | None = None
+        self._start_phase = ""               # what the start thread is doing
+        self._live: dict[int, _Live] = {}    # jobs from submit to end
         self._watched: set[int] = set()      # jobs a fiber waits for (drawn by hooks)
         self._drawn: list[JobProgress] = []   # what the hooks were last given
         self._commands: queue.Queue = queue.Queue()
@@ -168,6 +240,9 @@ class SparkRunner:
         job = Job(job_id, kind, title, f"{self._group_prefix}-{job_id}")
         self.jobs[job_id] = job
         self._forget_old()
+        with self._lock:
+            self._live[job_id] = _Live(title, time.monotonic(), job.cancel_event)
+        self._commands.put(("wake",))       # the control thread starts polling
         threading.Thread(target=self._job_main, args=(job, work), daemon=True,
                          name=f"spark-job-{job_id}").start()
         return job
@@ -183,9 +258,15 @@ class SparkRunner:
         return True
 
     def watch(self, job_id: int, watched: bool) -> None:
-        """A fiber waits for this job (its progress is drawn) or stopped waiting."""
+        """A fiber waits for this job (its progress is drawn) or stopped waiting.
+        A bar of a job no one waits for any more (Ctrl-C) is taken away now,
+        before the console draws its prompt, not at the next poll."""
         with self._lock:
             (self._watched.add if watched else self._watched.discard)(job_id)
+            drawn = [p for p in self._drawn if p.job_id != job_id]
+            changed = len(drawn) != len(self._drawn)
+        if changed:
+            self._report(drawn)
 
     def active(self) -> list[Job]:
         return [job for job in self.jobs.values() if not job.final]
@@ -219,11 +300,14 @@ class SparkRunner:
             job.started = started
         self.on_change(job)
 
-    def _finish(self, job_id: int, state: str, result: Any, error: str | None) -> None:
+    def _finish(self, job_id: int, state: str, result: Any, error: str | None,
+                stages: dict | None = None) -> None:
         job = self.jobs.get(job_id)
         if job is None:
             return
         job.state, job.result, job.error, job.finished = state, result, error, time.time()
+        if stages is not None:
+            job.stages = stages     # polls posted earlier are older: they came first
         self.on_change(job)
 
     def _set_stages(self, job_id: int, stages: dict) -> None:
@@ -276,6 +360,7 @@ class SparkRunner:
 
     def _job_main(self, job: Job, work: Callable) -> None:
         cancel = job.cancel_event
+        spark = None
         try:
             self.post(self._set_state, job.id, STARTING)
             spark = job_session(self.session(cancel))
@@ -283,29 +368,38 @@ class SparkRunner:
                 raise JobCancelled(job.id)
             spark.sparkContext.setJobGroup(job.group, job.title[:200], interruptOnCancel=True)
             with self._lock:
-                self._running[job.id] = (job.group, job.title, time.monotonic(), cancel)
-            self._commands.put(("wake",))       # the control thread starts polling
+                live = self._live.get(job.id)
+                if live is not None:
+                    live.group = job.group
             self.post(self._set_state, job.id, RUNNING, time.time())
             result = work(spark, job)
             if cancel.is_set():
                 raise JobCancelled(job.id)
-            self._end(job, DONE, result, None)
+            self._end(job, DONE, result, None, spark)
         except BaseException as exc:   # noqa: BLE001 - every outcome goes back to tx
             if cancel.is_set():
-                self._end(job, CANCELLED, None, f"job {job.id} was cancelled")
+                self._end(job, CANCELLED, None, f"job {job.id} was cancelled", spark)
             else:
-                self._end(job, FAILED, None, error_text(exc))
+                self._end(job, FAILED, None, error_text(exc), spark)
 
-    def _end(self, job: Job, state: str, result: Any, error: str | None) -> None:
+    def _end(self, job: Job, state: str, result: Any, error: str | None, spark=None) -> None:
+        # The stages as they ended (the last poll may be 0.3 s old), so that a
+        # finished job's counters add up.
+        stages = None
+        if spark is not None:
+            try:
+                stages = job_stages(spark.sparkContext, job.group)
+            except Exception:   # noqa: BLE001 - the counters stay as last polled
+                pass
         # The job's bars go before tx hears of the end: the console prints the
         # result right after, and a bar drawn over it would garble it.
         with self._lock:
-            self._running.pop(job.id, None)
+            self._live.pop(job.id, None)
             drawn = [p for p in self._drawn if p.job_id != job.id]
             changed = len(drawn) != len(self._drawn)
         if changed:
             self._report(drawn)
-        self.post(self._finish, job.id, state, result, error)
+        self.post(self._finish, job.id, state, result, error, stages)
 
     # ------------------------------------------------------- control thread
 
@@ -313,7 +407,7 @@ class SparkRunner:
         next_poll = 0.0
         while True:
             with self._lock:
-                busy = bool(self._running)
+                busy = bool(self._live)
             timeout = max(0.0, next_poll - time.monotonic()) if busy else None
             try:
                 command = self._commands.get(timeout=timeout)
@@ -345,18 +439,32 @@ class SparkRunner:
                 pass
 
     def _start(self, future: Future) -> None:
-        if future.done():
+        """Start the session in a thread of its own: the JVM takes seconds to
+        come up, and meanwhile this thread goes on polling (the progress of the
+        start) and taking commands."""
+        if future.done() or (self._starter is not None and self._starter.is_alive()):
             return
+        self._starter = threading.Thread(target=self._start_main, args=(future,),
+                                         name="spark-start", daemon=True)
+        self._starter.start()
+
+    def _start_main(self, future: Future) -> None:
+        def phase(text: str) -> None:
+            with self._lock:
+                self._start_phase = text
         try:
             from .session import start_session      # imports pyspark: here, once
-            spark = start_session(self.master, self.conf, app_name=self.app_name)
+            spark = start_session(self.master, self.conf, app_name=self.app_name,
+                                  output=self.output, phase=phase)
         except BaseException as exc:   # noqa: BLE001 - the waiting jobs get it
             with self._lock:
                 self._session_future = None
+                self._start_phase = ""
             future.set_exception(SparkStartError(f"Spark did not start: {error_text(exc)}"))
             return
         with self._lock:
             self._spark = spark
+            self._start_phase = ""
         future.set_result(spark)
 
     def _cancel_group(self, group: str) -> None:
@@ -378,6 +486,9 @@ class SparkRunner:
         self._stop_session(jvm)
 
     def _stop_session(self, jvm: bool) -> None:
+        starter = self._starter
+        if starter is not None:
+            starter.join()           # a session being started is stopped once it is up
         with self._lock:
             spark, self._spark = self._spark, None
             self._session_future = None
@@ -389,41 +500,38 @@ class SparkRunner:
     def _poll_progress(self) -> None:
         with self._lock:
             spark = self._spark
-            running = dict(self._running)
+            live = dict(self._live)
             watched = set(self._watched)
-        if spark is None:
-            return
-        tracker = spark.sparkContext.statusTracker()
+            start_phase = self._start_phase
+        context = spark.sparkContext if spark is not None else None
         snapshot = []
         now = time.monotonic()
-        for job_id, (group, title, since, cancel) in running.items():
-            if cancel.is_set():
+        for job_id, job in live.items():
+            if job.cancel.is_set():
                 # A cancelled job's later actions start in the same group:
                 # cancel them as they come.
-                spark.sparkContext.cancelJobGroup(group)
+                if context is not None and job.group is not None:
+                    context.cancelJobGroup(job.group)
                 continue
-            stages = {}
-            for spark_job in tracker.getJobIdsForGroup(group):
-                info = tracker.getJobInfo(spark_job)
-                if info is None:
-                    continue
-                for stage_id in info.stageIds:
-                    stage = tracker.getStageInfo(stage_id)
-                    if stage is not None and stage.numTasks:
-                        stages[stage_id] = StageProgress(
-                            stage_id, stage.name, stage.numTasks, stage.numCompletedTasks,
-                            stage.numActiveTasks, stage.numFailedTasks)
-            self.post(self._set_stages, job_id, stages)
+            stages, phase = {}, None
+            if job.group is None:
+                phase = f"starting Spark: {start_phase}" if start_phase else "starting Spark"
+            elif context is not None:
+                stages = job_stages(context, job.group)
+                self.post(self._set_stages, job_id, stages)
+                phase = None if stages else "planning"
             if job_id in watched:
-                snapshot.append(JobProgress(job_id, title, now - since,
+                snapshot.append(JobProgress(job_id, job.title, now - job.since,
                                             tuple(sorted(stages.values(),
-                                                         key=lambda s: s.stage_id))))
+                                                         key=lambda s: s.stage_id)), phase))
         self._report(snapshot)
 
     def _report(self, snapshot: list[JobProgress]) -> None:
         with self._lock:
-            # A job that ended while this snapshot was taken is not drawn again.
-            snapshot = [p for p in snapshot if p.job_id in self._running]
+            # A job that ended, or that no one waits for any more, while this
+            # snapshot was taken is not drawn again.
+            snapshot = [p for p in snapshot if p.job_id in self._live
+                        and p.job_id in self._watched]
             if not snapshot and not self._drawn:
                 return
             self._drawn = snapshot
@@ -442,10 +550,11 @@ class SparkRunner:
             return
         self._closed = True
         with self._lock:
-            running = list(self._running.values())
-        for group, _, _, cancel in running:
-            cancel.set()
-            self._commands.put(("cancel", group))
+            live = list(self._live.values())
+        for job in live:
+            job.cancel.set()
+            if job.group is not None:
+                self._commands.put(("cancel", job.group))
         stopped = threading.Event()
         self._commands.put(("stop", stopped))
         stopped.wait(timeout)

@@ -8,14 +8,25 @@ Facts this follows (measured with pyspark 4.3 on this machine, see issue 6):
   pipe closes, so `stop_session` closes it and waits, and clears pyspark's
   cached gateway so a later session starts a fresh JVM;
 * the default 200 shuffle partitions make every GROUP BY over small data
-  schedule 200 tasks: a local session uses a few.
+  schedule 200 tasks: a local session uses a few;
+* the JVM writes to the stdout/stderr it inherits, and so does every Python
+  worker it forks (pyspark's daemon output is copied to the JVM's stderr):
+  JDK warnings, log4j, a worker's BrokenPipeError traceback when a query is
+  cancelled or a LIMIT stops reading. `start_session(output=...)` launches the
+  JVM itself with both on a pipe whose lines go to `output`, so none of that
+  reaches a terminal the caller draws on;
+* Spark SQL creates `spark-warehouse/` in the working directory on first use
+  of the catalog: it is pointed at a directory under the temp dir instead.
 """
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import sys
 import tempfile
+import threading
+from typing import Callable
 
 DEFAULT_MASTER = "local[2]"
 _LOG4J = """\
@@ -73,6 +84,8 @@ def default_conf(master: str) -> dict[str, str]:
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.python.filterPushdown.enabled": "true",
         "spark.driver.extraJavaOptions": " ".join(java_options),
+        "spark.sql.warehouse.dir": os.path.join(tempfile.gettempdir(),
+                                                f"spindle-spark-warehouse-{os.getuid()}"),
     }
     if local:
         conf["spark.sql.shuffle.partitions"] = "4"
@@ -82,20 +95,100 @@ def default_conf(master: str) -> dict[str, str]:
 
 
 def start_session(master: str = DEFAULT_MASTER, conf: dict[str, str] | None = None,
-                  app_name: str = "spindle"):
-    """A SparkSession with the `xlog` and `snap` sources registered."""
+                  app_name: str = "spindle", *, output: Callable[[str], None] | None = None,
+                  phase: Callable[[str], None] | None = None):
+    """A SparkSession with the `xlog` and `snap` sources registered. With
+    `output`, the JVM (if this call launches it) writes its stdout and stderr
+    lines there, and so do pyspark's and py4j's Python loggers; `phase(text)`
+    hears what the start is doing (for a progress line)."""
+    phase = phase or (lambda text: None)
     prepare_environment()
+    phase("loading pyspark")
     from pyspark.sql import SparkSession   # late: ~0.3 s, and only callers of Spark pay it
 
     from .sources import register
+    settings = {**default_conf(master), **(conf or {})}
+    if output is not None:
+        _route_python_loggers(output)
+        phase("starting the JVM")
+        _launch_jvm(master, app_name, settings, output)
+    phase("creating the SparkSession")
     builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in {**default_conf(master), **(conf or {})}.items():
+    for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     _quiet_python_loggers()
+    phase("registering the xlog and snap sources")
     register(spark)
     return spark
+
+
+def _launch_jvm(master: str, app_name: str, settings: dict[str, str],
+                output: Callable[[str], None]) -> None:
+    """Start the gateway JVM as pyspark would (same spark-submit settings: the
+    driver's JVM options apply only at launch), with its output on a pipe; a
+    gateway already running (the JVM kept between sessions) is left as it is."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+    with SparkContext._lock:
+        if SparkContext._gateway is not None:
+            return
+        conf = SparkConf(loadDefaults=False)
+        conf.setMaster(master).setAppName(app_name)
+        conf.setAll(list(settings.items()))
+        read_end, write_end = os.pipe()
+        try:
+            gateway = launch_gateway(conf, popen_kwargs={"stdout": write_end,
+                                                         "stderr": write_end})
+        finally:
+            os.close(write_end)       # the JVM (and its workers) hold their copies
+        threading.Thread(target=_pump, args=(read_end, output), name="spark-jvm-output",
+                         daemon=True).start()
+        SparkContext._gateway = gateway
+        SparkContext._jvm = gateway.jvm
+
+
+def _pump(fd: int, output: Callable[[str], None]) -> None:
+    """Lines of the JVM's output to `output` until every writer has closed the
+    pipe (the JVM and its Python workers have exited)."""
+    with open(fd, "rb", buffering=0) as pipe:
+        for raw in iter(pipe.readline, b""):
+            line = raw.decode("utf-8", "replace").rstrip()
+            if line:
+                try:
+                    output(line)
+                except Exception:   # noqa: BLE001 - a failing sink must not block the JVM
+                    pass
+
+
+class _LineHandler(logging.Handler):
+    def __init__(self, output: Callable[[str], None]):
+        super().__init__()
+        self.output = output
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = self.format(record)
+        except Exception:   # noqa: BLE001 - logging must never raise
+            return
+        for line in text.splitlines():
+            if line.strip():
+                self.output(line)
+
+
+def _route_python_loggers(output: Callable[[str], None]) -> None:
+    """py4j logs a broken connection (a cancelled job's answer) and pyspark its
+    warnings through `logging`; without a handler Python prints them on
+    stderr, i.e. over the console. They go to `output` instead."""
+    for name in ("py4j", "pyspark"):
+        logger = logging.getLogger(name)
+        if any(isinstance(h, _LineHandler) for h in logger.handlers):
+            continue
+        handler = _LineHandler(output)
+        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.propagate = False
 
 
 def _quiet_python_loggers() -> None:

@@ -5,7 +5,16 @@ session, cancel, progress) and spark_ext/context.py (views, results). The
 rules it keeps (issue 6, DESIGN §1-2):
 
 * nothing Spark-related is imported until box.spark is first used, and then
-  only the runner (stdlib); pyspark and pyarrow are imported by its threads;
+  only the runner (stdlib) on tx; spark_ext.context (pyarrow: half a second)
+  in a helper thread, pyspark in the runner's threads — no Spark call holds
+  the tx thread long enough to be a "ran N ms without yielding" stall;
+* the JVM's output (JDK warnings, log4j, Python workers' tracebacks) goes to
+  the instance log, never to the terminal: at INFO when the log is a file
+  (box.cfg{log = ...}), at VERBOSE when it is stderr — i.e. the console a
+  user types in, so by default nothing shows there (log_level = 6 shows it);
+* every call returns Lua values (tables for records: `box.spark.compact().rows`);
+  box.spark.jobs()/status() give `created` as local time text, as the log
+  prints it ("2026-12-05 11:50:23.273");
 * a call that waits (sql, wait, cfg, compact, stop) is a wait-request: the
   fiber parks on a fiber.cond that the runner's updates (posted with
   call_soon_threadsafe) broadcast; Ctrl-C (fiber cancel) during sql cancels
@@ -19,9 +28,13 @@ rules it keeps (issue 6, DESIGN §1-2):
 """
 from __future__ import annotations
 
+import importlib
 import os
+import sys
+import time
 from typing import Any
 
+from spindle.core import log
 from spindle.core.fiber.cond import Cond
 from spindle.core.iproto.errors import BoxError, ErrorCode, FiberIsCancelled, TimedOut
 
@@ -29,7 +42,8 @@ from ..runtime import Multi, read_source
 
 DEFAULT_MASTER = "local[2]"
 DEFAULT_MAX_ROWS = 10_000
-CHUNK_ROWS = 2000
+CHUNK_ROWS = 200
+CHUNK_SECONDS = 0.01      # a result becomes Lua in slices this long, yielding between
 _PARQUET_MODES = ("errorifexists", "error", "overwrite", "append", "ignore")
 
 
@@ -64,16 +78,34 @@ class SparkApi:
 
     def runner(self):
         if self._runner is None:
-            from spindle.spark_ext.runner import SparkRunner   # stdlib only
+            SparkRunner = self._module("spindle.spark_ext.runner").SparkRunner  # noqa: N806
             self._runner = SparkRunner(
                 self.sched.call_soon_threadsafe, master=self.settings["master"],
                 conf=self.settings["conf"], app_name=f"spindle-{os.getpid()}",
                 on_change=lambda job: self._changed.broadcast(),
-                progress_hooks=self.progress_hooks)
+                progress_hooks=self.progress_hooks, output=self._jvm_output)
         return self._runner
 
+    def _jvm_output(self, line: str) -> None:
+        """A line the JVM or a Spark Python worker wrote (any thread)."""
+        to_file = getattr(self.storage, "_log_file", None) is not None
+        log.say(log.INFO if to_file else log.VERBOSE, "spark: %s", line)
+
+    def _context(self):
+        return self._module("spindle.spark_ext.context")
+
+    def _module(self, name: str):
+        """A spark_ext module, imported in a helper thread the first time
+        (spark_ext.context imports pyarrow: half a second the tx thread must
+        not spend)."""
+        module = sys.modules.get(name)
+        if module is None:
+            from spindle.core.fiber.coio import run_in_thread
+            module = run_in_thread(self.sched, importlib.import_module, name)
+        return module
+
     def sources(self):
-        from spindle.spark_ext.context import Sources
+        Sources = self._context().Sources  # noqa: N806
         cfg = self.storage.box.cfg
         if self._work_dir is None:
             # After box.cfg the process runs in work_dir: Spark's files go there.
@@ -145,16 +177,18 @@ class SparkApi:
         raise SparkError(job.error or f"job {job.id} {job.state}")
 
     def _to_lua(self, result: Any) -> Any:
-        from spindle.spark_ext.context import SqlResult
+        SqlResult = self._context().SqlResult  # noqa: N806
         value_to_lua = self.storage.tuples.value_to_lua
         if not isinstance(result, SqlResult):
             return None if result is None else value_to_lua(result)
         make = self.runtime.lua.table
         rows = make()
+        slice_end = time.monotonic() + CHUNK_SECONDS
         for i, row in enumerate(result.rows, 1):
             rows[i] = make(*[value_to_lua(v) for v in row])
-            if i % CHUNK_ROWS == 0:
+            if i % CHUNK_ROWS == 0 and time.monotonic() >= slice_end:
                 self.sched.sleep(0)     # a big result must not hold the loop
+                slice_end = time.monotonic() + CHUNK_SECONDS
         names = make(*[c.encode() for c in result.columns])
         return Multi((rows, names))
 
@@ -188,10 +222,10 @@ class SparkApi:
             raise SparkError(f"mode must be one of {', '.join(_PARQUET_MODES)}")
         if parquet is not None:
             parquet = os.path.abspath(parquet)
-        from spindle.spark_ext import context
         sources, capture, runner = self.sources(), self._capture, self.runner()
 
         def work(spark, job):
+            from spindle.spark_ext import context     # in the job thread
             ctx = context.JobContext(spark, job, sources, capture, runner.call_in_tx,
                                      max_rows=max_rows)
             df = ctx.sql(query)
@@ -206,7 +240,7 @@ class SparkApi:
 
     def run(self, name: Any, args: Any = None, opts: Any = None) -> int:
         usage = "box.spark.run(job_file_or_builtin[, args[, {max_rows = N}]])"
-        from spindle.spark_ext import context
+        context = self._context()
         name = self.runtime.to_py(name)
         args = self.runtime.to_py(args) if args is not None else {}
         opts = self._options(opts, ("max_rows",), usage)
@@ -259,15 +293,16 @@ class SparkApi:
             if runner.reconfigure(master, conf):
                 self._control_wait(lambda: runner.stop_session(jvm=driver != old_driver))
         self.settings = {"master": master, "conf": conf, "max_rows": max_rows}
-        return dict(self.settings)
+        return self.runtime.to_lua(dict(self.settings))
 
-    def compact(self) -> dict:
+    def compact(self) -> Any:
         """Sealed xlogs -> the Parquet mirror the `xlog` view then reads."""
         from spindle.core.fiber.coio import run_in_thread
         sources = self.sources()
         result = run_in_thread(self.sched, _compact, sources.wal_dir, sources.mirror_dir)
-        return {"converted": len(result.converted), "skipped": len(result.skipped),
-                "rows": result.rows, "live": result.live, "mirror": sources.mirror_dir}
+        return self.runtime.to_lua({
+            "converted": len(result.converted), "skipped": len(result.skipped),
+            "rows": result.rows, "live": result.live, "mirror": sources.mirror_dir})
 
     def stop(self) -> None:
         """Stop the SparkSession and its JVM now (the next call starts them again)."""

@@ -158,7 +158,8 @@ box.cfg = configure
 local not_yet = {info = true, space = true, snapshot = true, schema = true,
                  begin = true, commit = true, rollback = true, atomic = true,
                  slab = true, stat = true, once = true, backup = true, func = true,
-                 sequence = true, feedback = true}
+                 sequence = true, feedback = true,
+                 spark = true}     -- Spindle's box.spark: Spark over this instance's files
 -- Parts computed on each look-up once configured (box.func: lua/box/func.lua).
 local lazy = {}
 setmetatable(box, {lazy = lazy, __index = function(_, key)

@@ -19,7 +19,9 @@ from spindle.core.iproto.constants import IprotoType as T
 from spindle.core.xlog.format import EOF_MARKER_BYTES, XlogError
 from spindle.shell.spark_progress import SparkProgressBar
 from spindle.spark_ext import context, runner as runner_module, session as session_module
-from spindle.spark_ext.runner import JobProgress, SparkRunner, StageProgress, error_text
+from spindle.spark_ext.runner import (
+    Job, JobProgress, SparkRunner, StageProgress, error_text, job_stages,
+)
 from spindle.spark_ext.scan import scan
 from spindle.spark_ext.spaces import space_table
 from spindle.spark_ext.stream import WalTail, segments, tail_position
@@ -119,12 +121,25 @@ def test_plain_values_and_space_refs():
 
 def test_error_text_keeps_sparks_message_only():
     spark_error = type("AnalysisException", (Exception,), {"__module__": "pyspark.errors"})
+    # one line: Spark's message with its suggestion and the position, no plan
     assert error_text(spark_error(
-        "[UNRESOLVED_COLUMN] no `x`. SQLSTATE: 42703; line 1 pos 7;\n'Project ['x]\n"
-        "+- SubqueryAlias xlog\n")) == "[UNRESOLVED_COLUMN] no `x`. SQLSTATE: 42703; line 1 pos 7;"
+        "[UNRESOLVED_COLUMN.WITH_SUGGESTION] no `nme`. Did you mean one of the following? "
+        "[`name`]. SQLSTATE: 42703; line 1 pos 7;\n'Project ['nme]\n+- SubqueryAlias xlog\n")) \
+        == ("[UNRESOLVED_COLUMN.WITH_SUGGESTION] no `nme`. Did you mean one of the following? "
+            "[`name`]. (line 1, pos 7)")
     assert error_text(spark_error(
-        "[PARSE_SYNTAX_ERROR] at 'SELEC'.\n\n== SQL ==\nSELEC 1\n^^^\n\nJVM stacktrace:\nx")) \
-        == "[PARSE_SYNTAX_ERROR] at 'SELEC'.\n== SQL ==\nSELEC 1\n^^^"
+        "[PARSE_SYNTAX_ERROR] Syntax error at or near 'SELEC'. SQLSTATE: 42601 (line 1, pos 0)"
+        "\n\n== SQL ==\nSELEC 1\n^^^^^\n\nJVM stacktrace:\nx")) \
+        == "[PARSE_SYNTAX_ERROR] Syntax error at or near 'SELEC'. (line 1, pos 0)"
+    # a data source's error in a Python worker: the cause, not the traceback
+    worker = ("[PYTHON_DATA_SOURCE_ERROR] Failed to generate Python data source read "
+              "partitions: Traceback (most recent call last):\n  File \"plan.py\", line 86, "
+              "in discover\n    raise FileNotFoundError(f\"{path}: no such file\")\n"
+              "FileNotFoundError: /nonexistent: no such file or directory\n SQLSTATE: 38000")
+    assert error_text(spark_error(worker)) == "/nonexistent: no such file or directory"
+    assert error_text(spark_error(worker.replace("FileNotFoundError: /nonexistent",
+                                                 "ValueError: bad"))) == \
+        "ValueError: bad: no such file or directory"
     assert error_text(ZeroDivisionError("division by zero")) == \
         "ZeroDivisionError: division by zero"
     assert error_text(context.ResultTooLarge("too big")) == "too big"
@@ -224,6 +239,74 @@ def test_progress_bar_draws_stages_and_goes_away():
     quiet = io.StringIO()
     SparkProgressBar(quiet, min_seconds=0.0)([JobProgress(1, "q", 1.0, (stage,))])
     assert quiet.getvalue() == ""          # not a terminal: nothing drawn
+
+
+def test_progress_shows_what_a_job_waits_for_before_its_stages():
+    out = Terminal()
+    bar = SparkProgressBar(out, min_seconds=0.0)
+    bar([JobProgress(4, "SELECT 1", 0.7, (), "starting Spark: starting the JVM")])
+    bar([JobProgress(4, "SELECT 1", 9.0, (), "starting Spark: creating the SparkSession")])
+    bar([])
+    text = out.getvalue()
+    assert "job 4: SELECT 1 — starting Spark: starting the JVM" in text
+    assert "job 4: SELECT 1 — starting Spark: creating the SparkSession" in text
+    assert bar._progress is None
+
+
+class FakeTracker:
+    """statusTracker() of a group with one finished Spark job whose first stage
+    was skipped (its shuffle output reused) and one running job."""
+    Info = type("Info", (), {})
+
+    def getJobIdsForGroup(self, group):   # noqa: N802
+        return [1, 2]
+
+    def getJobInfo(self, job_id):   # noqa: N802
+        info = self.Info()
+        info.status, info.stageIds = {1: ("SUCCEEDED", [10, 11]), 2: ("RUNNING", [12])}[job_id]
+        return info
+
+    def getStageInfo(self, stage_id):   # noqa: N802
+        done = {10: 0, 11: 1, 12: 0}[stage_id]
+        tasks = {10: 4, 11: 1, 12: 3}[stage_id]
+        return type("Stage", (), dict(numTasks=tasks, numCompletedTasks=done, name="s",
+                                      numActiveTasks=0, numFailedTasks=0))()
+
+
+def test_job_counters_leave_out_skipped_stages_and_created_is_local_time():
+    context_ = type("Ctx", (), {"statusTracker": lambda self: FakeTracker()})()
+    stages = job_stages(context_, "g")
+    assert sorted(stages) == [11, 12]          # 10 was skipped; 12 has not run yet
+    job = Job(1, "sql", "q", "g", created=time.mktime((2026, 12, 5, 11, 50, 23, 0, 0, -1))
+              + 0.273)
+    job.stages = {11: stages[11]}
+    info = job.info()
+    assert info["created"] == "2026-12-05 11:50:23.273"
+    assert info["tasks"] == info["tasks_done"] == 1
+
+
+def test_a_bar_no_one_waits_for_goes_before_the_prompt(monkeypatch):
+    fake = FakeSpark()
+    monkeypatch.setattr(session_module, "start_session", lambda *a, **k: fake)
+    monkeypatch.setattr(session_module, "stop_session", lambda spark, *a, **k: spark.stop())
+    monkeypatch.setattr(runner_module, "job_session", lambda base: base)
+    snapshots: list = []
+    runner = SparkRunner(lambda fn, *args: fn(*args), master="local[1]", conf={},
+                         progress_hooks=[snapshots.append])
+
+    def forever(spark, job):
+        while not job.cancel_event.wait(0.01):
+            pass
+    job = runner.submit("sql", "SELECT forever", forever)
+    runner.watch(job.id, True)
+    deadline = time.monotonic() + 10
+    while not any(p.phase == "planning" for snap in snapshots for p in snap):
+        assert time.monotonic() < deadline, snapshots
+        time.sleep(0.05)
+    runner.watch(job.id, False)          # Ctrl-C: the fiber stops waiting
+    assert snapshots[-1] == []           # erased by the call itself, not a later poll
+    runner.cancel(job.id)
+    runner.close(5)
 
 
 # ------------------------------------------------------------- import time

@@ -6,7 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from spindle.shell.spark_cli import _error_text, render
+from spindle.shell.spark_cli import missing_dir, render
+from spindle.spark_ext.runner import error_text
 
 from . import transcripts as tr
 
@@ -57,6 +58,17 @@ def test_render_formats():
 
 
 def test_error_text_drops_the_jvm_stack():
-    exc = Exception("[TABLE_OR_VIEW_NOT_FOUND] The table `nope` cannot be found.\n"
-                    "JVM stacktrace:\norg.apache...\n\tat x.y")
-    assert _error_text(exc) == "[TABLE_OR_VIEW_NOT_FOUND] The table `nope` cannot be found."
+    spark_error = type("AnalysisException", (Exception,), {"__module__": "pyspark.errors"})
+    exc = spark_error("[TABLE_OR_VIEW_NOT_FOUND] The table `nope` cannot be found. "
+                      "SQLSTATE: 42P01; line 1 pos 14;\n'Project [*]\n"
+                      "JVM stacktrace:\norg.apache...\n\tat x.y")
+    assert error_text(exc) == ("[TABLE_OR_VIEW_NOT_FOUND] The table `nope` cannot be found. "
+                               "(line 1, pos 14)")
+
+
+def test_missing_dir_is_one_line_and_spark_is_not_started(tmp_path):
+    assert missing_dir(str(tmp_path)) is None
+    assert missing_dir(str(tmp_path / "*.xlog")) == f"{tmp_path}/*.xlog: no match"
+    result = run_cli("SELECT count(*) FROM xlog", "--dir", "/nonexistent", timeout=60)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr == "spindle spark: /nonexistent: no such file or directory\n"
