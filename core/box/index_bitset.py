@@ -81,10 +81,12 @@ class BitsetIndex(Index):
     # -- modification (memtx_bitset_index_replace: the old tuple out, the new in) --
 
     def replace(self, old: Any, new: Any, mode: Any) -> Any:
+        # (the new value read first: a replace that fails changes nothing)
+        value = bits_of(self._extract(new)[0]) if new is not None else 0
         if old is not None:
             self._delete_raw(old)
         if new is not None:
-            self._store(None, new)
+            self._store(None, new, value)
         return old
 
     def insert_raw(self, tup: Any) -> None:
@@ -94,11 +96,12 @@ class BitsetIndex(Index):
         for tup in tuples:
             self._store(None, tup)
 
-    def _store(self, key: Any, tup: Any) -> None:
+    def _store(self, key: Any, tup: Any, value: int | None = None) -> None:
         key = id(tup)
         if key in self._data:
             return
-        value = bits_of(self._extract(tup)[0])
+        if value is None:
+            value = bits_of(self._extract(tup)[0])
         if self._free:
             tid = self._free.pop()
             self._tuples[tid] = tup
