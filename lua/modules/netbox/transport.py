@@ -30,7 +30,8 @@ from typing import Any
 
 from spindle.core import log
 from spindle.core.fiber import Cond
-from spindle.core.fiber.coio import SocketError, connect
+from spindle.core.fiber.coio import CoSocket, SocketError, connect
+from spindle.core.fiber.fiber import Fiber
 from spindle.core.iproto.auth import encode_auth_body, scramble
 from spindle.core.iproto.constants import IprotoKey, IprotoType
 from spindle.core.iproto.errors import (
@@ -119,14 +120,14 @@ class Transport:
         self.state_cond = Cond(self.sched)
         self.requests: dict[int, Request] = {}
         self.next_sync = 1
-        self.worker = None
-        self.sock = None
+        self.worker: Fiber | None = None
+        self.sock: CoSocket | None = None
         self.frames: FrameReader | None = None
         self.schema_version = 0               # of the schema installed
         self.peer_version_id = 0
         self._out: list[bytes] = []
         self._flush_queued = False
-        self._writer = None
+        self._writer: Fiber | None = None
         self._schema: dict[int, bytes] | None = None
         self._schema_syncs: dict[int, int] = {}
         self._schema_seen: int | None = None
@@ -512,7 +513,7 @@ class Transport:
             self._out.append(data[sent:])
             self._writer = self.sched.spawn(self._writer_f, sock, name="net.box writer")
 
-    def _writer_f(self, sock) -> None:
+    def _writer_f(self, sock: CoSocket) -> None:
         try:
             while self.sock is sock and self._out:
                 data = b"".join(self._out)
@@ -534,7 +535,7 @@ def endless(timeout: float | None) -> bool:
 
 
 def _deadline(sched, timeout: float | None) -> float | None:
-    if endless(timeout):
+    if timeout is None or endless(timeout):
         return None
     return sched.clock() + max(0.0, timeout)
 
