@@ -12,6 +12,7 @@ by name (`rotate`), as logrotate expects.
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 import threading
@@ -26,7 +27,12 @@ LEVEL_NAMES = {"fatal": FATAL, "syserror": SYSERROR, "error": ERROR, "crit": CRI
                "warn": WARN, "info": INFO, "verbose": VERBOSE, "debug": DEBUG}
 
 level = INFO
+log_format = "plain"            # or "json" (box.cfg.log_format, log.log_format())
+LOG_FORMATS = ("plain", "json")
 _pid = os.getpid()
+# functions called with no arguments after the level or the format changed (the Lua
+# log module keeps log.cfg up to date through one)
+_listeners: list[Callable[[], None]] = []
 
 
 def _forked() -> None:
@@ -81,11 +87,67 @@ def set_fiber_provider(provider: Callable[[], tuple[int, str]] | None) -> None:
 def set_level(new_level: int | str) -> None:
     global level
     level = LEVEL_NAMES[new_level] if isinstance(new_level, str) else int(new_level)
+    _changed()
+
+
+def set_format(name: str) -> None:
+    """'plain' (Tarantool's default lines) or 'json' (one JSON object a line)."""
+    global log_format
+    if name not in LOG_FORMATS:
+        raise ValueError(f"unknown log format {name!r}")
+    log_format = name
+    _changed()
+
+
+def add_listener(listener: Callable[[], None]) -> None:
+    _listeners.append(listener)
+
+
+def _changed() -> None:
+    for listener in _listeners:
+        listener()
+
+
+_LEVEL_WORDS = {FATAL: "FATAL", SYSERROR: "SYSERROR", ERROR: "ERROR", CRIT: "CRIT",
+                WARN: "WARN", INFO: "INFO", VERBOSE: "VERBOSE", DEBUG: "DEBUG"}
+
+
+def _json_text(text: str) -> str:
+    # escaped as 2.6.0's JSON lines escape it ('/' too)
+    return json.dumps(text, ensure_ascii=False).replace("/", "\\/")
+
+
+def _json_line(lvl: int, message: str, where: str | None, now: float,
+               fields: str | None) -> str:
+    """2.6.0's say_format_json(): time, level, the message (or a table message's own
+    fields), pid, cord and fiber, and the caller's file and line when known."""
+    local = time.localtime(now)
+    stamp = (time.strftime("%Y-%m-%dT%H:%M:%S", local) + f".{int((now % 1) * 1000):03d}"
+             + time.strftime("%z", local))
+    parts = [f'{{"time": "{stamp}", "level": "{_LEVEL_WORDS.get(lvl, "INFO")}", ']
+    parts.append(fields if fields is not None else f'"message": {_json_text(message)}')
+    parts.append(f', "pid": {_pid} ')
+    if threading.current_thread() is threading.main_thread():
+        fid, fname = _fiber_provider()
+        parts.append(f', "cord_name": "main", "fiber_id": {fid}, '
+                     f'"fiber_name": {_json_text(fname)}')
+    else:
+        parts.append(f', "cord_name": {_json_text(threading.current_thread().name)}')
+    if where:
+        file, _, line = where.rpartition(":")
+        if file and line.isdigit():
+            parts.append(f', "file": {_json_text(file)}, "line": {line}')
+    parts.append("}")
+    return "".join(parts)
 
 
 def format_line(lvl: int, message: str, where: str | None = None,
-                now: float | None = None) -> str:
+                now: float | None = None, fields: str | None = None) -> str:
+    """One log line; `fields` is a table message as JSON object members (the json
+    format writes them in place of "message")."""
     now = time.time() if now is None else now
+    if log_format == "json":
+        return _json_line(lvl, message, where, now, fields)
     stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now))
     millis = int((now % 1) * 1000)
     if threading.current_thread() is threading.main_thread():
@@ -98,12 +160,13 @@ def format_line(lvl: int, message: str, where: str | None = None,
     return f"{stamp}.{millis:03d} [{_pid}] {origin}{location} {LETTERS.get(lvl, 'I')}> {message}"
 
 
-def say(lvl: int, message: str, *args, where: str | None = None) -> None:
+def say(lvl: int, message: str, *args, where: str | None = None,
+        fields: str | None = None) -> None:
     if lvl > level:
         return
     if args:
         message = message % args
-    line = format_line(lvl, message, where)
+    line = format_line(lvl, message, where, fields=fields)
     with _lock:
         _sink(line)
 

@@ -32,6 +32,7 @@ class BoxModule:
         # option name -> fn(value): side effects of a (re)configured option
         self.appliers: dict[str, Callable[[Any], None]] = {
             "log_level": log.set_level,
+            "log_format": log.set_format,
         }
         # hooks run once after the first successful box.cfg (storage bootstrap...)
         self.on_first_configure: list[Callable[[dict], None]] = []

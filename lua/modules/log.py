@@ -24,14 +24,26 @@ def _rotate() -> None:
     log.rotate()
 
 
+def _set_format(name) -> None:
+    log.set_format(name)
+
+
 def build(runtime: LuaRuntime):
     natives = {
         "level": lambda: log.level,
         "set_level": _set_level,
-        "say": lambda level, message, where=None: log.say(level, message, where=where),
+        "format": lambda: log.log_format,
+        "set_format": _set_format,
+        "say": lambda level, message, where=None, fields=None: log.say(
+            level, message, where=where, fields=fields),
         "pid": os.getpid,
         "rotate": _rotate,
     }
     chunk = runtime.load(read_source("modules/log.lua"), "@log.lua")
     levels = runtime.to_lua({name: value for name, value in log.LEVEL_NAMES.items()})
-    return chunk(runtime.table({k: runtime.bridge(v) for k, v in natives.items()}), levels)
+    module = chunk(runtime.table({k: runtime.bridge(v) for k, v in natives.items()}), levels)
+    # log.cfg follows the level and the format however they change (box.cfg too)
+    sync = module[b"cfg_sync"]
+    module[b"cfg_sync"] = None
+    log.add_listener(lambda: runtime.invoke(sync))
+    return module
