@@ -30,6 +30,7 @@ from spindle.core.iproto.replication import decode_error
 from spindle.core.iproto.xrow import XRow, decode_frame_length, decode_row
 from spindle.core.replication.uri import parse_uri
 from spindle.lua.console import NETBOX_DELIMITER, Reply
+from spindle.lua.serialize import NULL
 
 from .console import LUA_EOS, YAML_EOS
 
@@ -58,7 +59,7 @@ class RemoteConsole:
     def prompt(self) -> str:
         return f"{self.host}:{self.port}"
 
-    def eval(self, line: str) -> str:
+    def eval(self, line: str) -> str | None:
         raise NotImplementedError
 
     def execute(self, engine, text: str) -> Any:
@@ -96,11 +97,11 @@ class RemoteConsole:
         return reply
 
     def _local_command(self, engine, text: str) -> Any:
-        """Spindle's own console keeps \\quit, \\watch and table output for itself:
+        """Spindle's own console keeps \\watch and table output for itself:
         a watch re-sends its expression, a table is drawn from the YAML values."""
         stripped = text.strip()
-        if stripped in ("\\q", "\\quit"):
-            return Reply(quit=True)
+        if stripped in ("\\q", "\\quit") and getattr(engine, "end_with_remote", False):
+            return Reply(quit=True)   # `spindle connect`: leave (console.connect sends it)
         if stripped.startswith("\\watch"):
             return engine._watch(stripped)
         match = _SET_OUTPUT.match(stripped)
@@ -174,9 +175,10 @@ def _load_yaml(text: str) -> Any:
 
 def _reply(engine, output: str | None) -> Any:
     """The peer's text as a Reply; under table output also its values (the YAML
-    document read back) for the shell to draw."""
+    document read back) for the shell to draw. No text at all is 2.6.0's
+    format(false, nil): an error null."""
     if output is None:
-        return engine._reply(error=None)
+        return engine._reply(error=NULL)
     reply = Reply(text=output)
     if engine.output == "table" and output.startswith("---"):
         import yaml
@@ -269,7 +271,7 @@ class BinaryRemote(RemoteConsole):
         self.sock.write(encode_auth_request(user, password, salt, sync), self.timeout)
         self._result(sync)
 
-    def eval(self, line: str) -> str:
+    def eval(self, line: str) -> str | None:
         sync = next(self._syncs)
         body = pack({IprotoKey.EXPR: EVAL_WRAPPER, IprotoKey.TUPLE: [line]})
         try:
@@ -285,7 +287,7 @@ class BinaryRemote(RemoteConsole):
         if isinstance(text, bytes):
             text = text.decode("utf-8", "surrogateescape")
         if not isinstance(text, str):
-            raise BoxError("null")   # the peer's console.eval returned no text
+            return None   # the peer's console.eval said nothing (\\quit there)
         return text
 
     def _result(self, sync: int) -> Any:

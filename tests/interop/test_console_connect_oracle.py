@@ -14,7 +14,9 @@ from .oracle import SPINDLE, console_documents, tarantool_binary
 
 LINES = [b"1 + 1\n", b"box.session.type()\n", b"\\set output lua\n", b"{1, 'x', nil}\n",
          b"\\set output yaml\n", b"error('bad')\n", b"nothing()\n",
-         b"require('console').delimiter()\n", b"'end'\n"]
+         b"require('console').delimiter()\n", b"'end'\n",
+         b"\\q\n",                 # sent on: a console peer closes, a binary one says null
+         b"box.session.type()\n"]
 
 
 def _targets(target: ConsoleNode) -> dict[str, str]:
