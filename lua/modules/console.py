@@ -257,7 +257,8 @@ class ConsoleModule:
                 sessions.connected(session)
                 sessions.on_auth(session, "admin", True)
             except Exception as exc:   # noqa: BLE001 - an on_connect trigger refused it
-                log.error("console: %s", getattr(exc, "message", exc))
+                log.error("%s: %s", getattr(exc, "type", "LuajitError"),
+                          getattr(exc, "message", exc))
                 sessions.live.pop(session.id, None)
                 return
             try:

@@ -237,6 +237,8 @@ class TextRemote(RemoteConsole):
             self._buffer += chunk
 
     def eval(self, line: str) -> str:
+        if self.state != "active":     # the set-up exchange already failed
+            raise BoxError(self.error or "Peer closed")
         match = _SET_OUTPUT.match(line.strip())
         if match:   # the reply to it comes in the new format: follow its marker
             fmt = match.group(1).split(",", 1)[0]
