@@ -82,6 +82,8 @@ def _encode_rows(items: Iterable, timestamp: float) -> Iterable[tuple[int, bytes
         if isinstance(item, XRow):
             group = item.group_id
             head = _LOCAL_HEAD if group == GroupId.LOCAL else _PLAIN_HEAD
+            if item.type == IprotoType.RAFT:     # (the Raft state ends a snapshot)
+                head = KEY_TYPE + bytes((IprotoType.RAFT,)) + head[len(_PLAIN_HEAD):]
             if lsn:
                 row = bytes((0x83 + (group == GroupId.LOCAL),)) + head + KEY_LSN \
                     + mp_encode_uint(lsn) + ts_field + (item.body or b"")
