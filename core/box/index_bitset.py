@@ -25,6 +25,21 @@ from pyroaring import BitMap
 
 from spindle.core.box.index import Index, IndexType
 from spindle.core.iproto.constants import IteratorType as It
+from spindle.core.iproto.errors import ClientError
+
+def stored_tuple(index: Any, after: Any) -> Any:
+    """The tuple of `index`'s space with the primary key of `after` (a copy of a tuple
+    Lua was handed), or None."""
+    space = index.space
+    primary = getattr(space, "indexes", {}).get(0)
+    pk_def = index.pk_def
+    if primary is None or pk_def is None:
+        return None
+    try:
+        return primary.find(pk_def.extract_key(after))
+    except (TypeError, IndexError, ClientError):     # (no such key: not there)
+        return None
+
 
 _ITERATORS = frozenset((It.ALL, It.EQ, It.BITS_ALL_SET, It.BITS_ANY_SET, It.BITS_ALL_NOT_SET))
 
@@ -75,6 +90,7 @@ class BitsetIndex(Index):
         self._all = BitMap()
         self._postings: dict = {}     # bit number -> BitMap of tuple ids
         self._version = 0             # moves at every change (see _iterate)
+        self._freed_at: dict = {}     # primary key -> the id of a tuple that left
 
     bits = staticmethod(bits_of)
 
@@ -125,6 +141,10 @@ class BitsetIndex(Index):
         if self._data.pop(id(tup), None) is None:
             return
         tid = self._ids.pop(id(tup))
+        if self.pk_def is not None:           # (for resume_after)
+            if len(self._freed_at) > 4096:
+                self._freed_at.clear()
+            self._freed_at[self.pk_def.tuple_key(tup)] = tid
         value = self._bits[tid]
         self._tuples[tid] = None
         self._free.append(tid)
@@ -188,12 +208,12 @@ class BitsetIndex(Index):
             return value & want != 0
         return value & want == 0
 
-    def _iterate(self, it: It, key: list) -> Iterator[Any]:
+    def _iterate(self, it: It, key: list, start: int = 0) -> Iterator[Any]:
         version = self._version
         ids = self._matching(it, key)
         want = None if it is It.ALL or not key else bits_of(key[0])
         tuples, values = self._tuples, self._bits
-        for tid in ids:
+        for tid in ids.iter_equal_or_larger(start) if start else ids:
             if self._version != version:
                 # changed since the search: the id may be free or someone else's now
                 if tid >= len(tuples) or tuples[tid] is None:
@@ -201,6 +221,25 @@ class BitsetIndex(Index):
                 if want is not None and not self._matches(it, key[0], want, values[tid]):
                     continue
             yield tuples[tid]
+
+    def resume_after(self, it: It, key: list, after: Any) -> Iterator[Any]:
+        """Lua's pairs() past tuple `after`, the last it was handed (lua/box/space.py
+        iterate_after). 2.6.0's iterator goes on from its place in the bitmaps,
+        whatever changed meanwhile: the ids above `after`'s, as the bitmaps are now.
+        `after`'s id: that of the tuple with its primary key if it is still the same,
+        else the one it had when it left the index (remembered by primary key)."""
+        stored = stored_tuple(self, after)
+        tid = None
+        if stored is not None and tuple(stored) == tuple(after):
+            tid = self._ids.get(id(stored))
+        if tid is None and self.pk_def is not None:
+            try:
+                tid = self._freed_at.get(self.pk_def.tuple_key(after))
+            except TypeError:           # (an unhashable key: not one of ours)
+                tid = None
+        if tid is None:
+            return iter(())
+        return self._iterate(it, key, tid + 1)
 
     def count(self, key: Any = None, iterator: Any = None) -> int:
         it, key = self._prepare(key, iterator)

@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterator
 
 from spindle.core.box.field_types import FieldType
 from spindle.core.box.index import Index, IndexType
+from spindle.core.box.index_bitset import stored_tuple
 from spindle.core.iproto.constants import IteratorType as It
 from spindle.core.iproto.errors import ClientError, ErrorCode
 
@@ -496,6 +497,7 @@ class RtreeIndex(Index):
         self._boxes: dict = {}        # id(tuple) -> its box
         self.tree = RTree(self.dimension, self.manhattan)
         self._leaving: tuple | None = None  # (box, tuple): see delete_raw
+        self._handed: dict = {}       # id(tuple) -> the tree's version when handed out
 
     # -- modification -------------------------------------------------------------
 
@@ -600,12 +602,40 @@ class RtreeIndex(Index):
     def _iterate(self, it: It, key: list) -> Iterator[Any]:
         self._settle()
         if it is It.ALL or not key:
-            return self.tree.tuples()
-        query = self.rect(key if len(key) != 1 else key[0], "Key")
-        if it is It.NEIGHBOR:
-            return self.tree.neighbors(query)
-        page_test, entry_test = self.tree.tests[it]
-        return self.tree.search(query, page_test, entry_test)
+            found = self.tree.tuples()
+        else:
+            query = self.rect(key if len(key) != 1 else key[0], "Key")
+            if it is It.NEIGHBOR:
+                found = self.tree.neighbors(query)
+            else:
+                page_test, entry_test = self.tree.tests[it]
+                found = self.tree.search(query, page_test, entry_test)
+        return self._remembered(found)
+
+    def _remembered(self, found: Iterator[Any]) -> Iterator[Any]:
+        handed, version = self._handed, self.tree.version
+        if len(handed) > 4096:
+            handed.clear()
+        for tup in found:
+            handed[id(tup)] = version
+            yield tup
+
+    def resume_after(self, it: It, key: list, after: Any) -> Iterator[Any]:
+        """Lua's pairs() past tuple `after`, the last it was handed (lua/box/space.py
+        iterate_after). 2.6.0's iterator ends once the tree has changed; while it
+        has not, the same search again, past `after`."""
+        stored = stored_tuple(self, after)
+        if stored is None or self._handed.get(id(stored)) != self.tree.version or \
+                self._leaving is not None:
+            return iter(())
+        return self._past(self._iterate(it, key), stored)
+
+    @staticmethod
+    def _past(found: Iterator[Any], after: Any) -> Iterator[Any]:
+        for tup in found:
+            if tup is after:
+                break
+        yield from found
 
     def _values(self):
         self._settle()
