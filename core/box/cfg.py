@@ -346,6 +346,19 @@ def _check_replication_synchro_quorum(cfg):
                          "and less than maximal number of replicas")
 
 
+ELECTION_MODES = ("off", "voter", "manual", "candidate")
+
+
+def _check_election_mode(cfg):
+    # box_check_election_mode of 2.6.3 (the message lists them in its own order)
+    if _c_string(cfg.get("election_mode")) not in ELECTION_MODES:
+        raise _cfg_error("election_mode", "the value must be one of the following strings: "
+                         "'off', 'voter', 'candidate', 'manual'")
+
+
+_check_election_timeout = _positive("election_timeout", "the value must be a positive number")
+
+
 def _check_readahead(cfg):
     if _c_int(cfg.get("readahead")) < READAHEAD_MIN:
         raise _cfg_error("readahead", "specified value is out of bounds")
@@ -426,6 +439,7 @@ def _check_replication_anon(cfg):
 # box_check_config() order, then the checks box_cfg_xc() makes while loading.
 _FIRST_CHECKS = (
     _check_say, _check_listen, _check_instance_uuid, _check_replicaset_uuid,
+    _check_election_mode, _check_election_timeout,     # (2.6.3 checks them here)
     _check_replication, _check_replication_timeout, _check_replication_connect_timeout,
     _check_replication_connect_quorum, _check_replication_sync_lag,
     _check_replication_synchro_quorum, _check_replication_synchro_timeout,
@@ -451,6 +465,8 @@ _RELOAD_CHECKS: dict[str, Callable[[Mapping[str, Any]], None]] = {
     "replication_sync_timeout": _check_replication_sync_timeout,
     "net_msg_max": _check_net_msg_max,
     "sql_cache_size": _check_sql_cache_size,
+    "election_mode": _check_election_mode,
+    "election_timeout": _check_election_timeout,
 }
 
 

@@ -93,6 +93,9 @@ _TABLE: list[tuple[str, tuple[str, ...], Any, bool]] = [
     ("read_only", ("boolean",), False, True),
     ("hot_standby", ("boolean",), False, False),
     ("worker_pool_threads", ("number",), 4, True),
+    # leader election (2.6.1+; 2.6.3's template_cfg puts them here)
+    ("election_mode", ("string",), "off", True),
+    ("election_timeout", ("number",), 5, True),
     ("replication_timeout", ("number",), 1, True),
     ("replication_sync_lag", ("number",), 10, True),
     ("replication_sync_timeout", ("number",), 300, True),
@@ -131,6 +134,8 @@ RELOAD_ORDER: dict[str, int] = {
     "replication_connect_quorum": 150,
     "replication": 200,
     "replication_anon": 250,
+    "election_mode": 300,
+    "election_timeout": 320,
 }
 
 # Option names load_cfg.lua checks at reconfiguration through a hook, not through

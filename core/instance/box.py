@@ -16,6 +16,7 @@ use is declared there, and set here.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import time
 import uuid as uuid_module
@@ -45,6 +46,7 @@ from spindle.core.xlog.files import list_files, read_meta
 
 from . import limbo_checkpoint, limbo_txn, startup, synchro
 from .limbo_checkpoint import CheckpointGate
+from .raft import BoxRaft, is_raft_row
 
 
 class Box:
@@ -63,6 +65,10 @@ class Box:
         # is installed with the WAL.
         self.limbo: TxnLimbo = limbo_txn.make_limbo(self)
         self.checkpoint_gate = CheckpointGate(sched)
+        # leader election (raft.py): the state machine is `raft`, for replication
+        self.box_raft = BoxRaft(self)
+        self.raft = self.box_raft.raft
+        self.schema.on_cluster_change.append(lambda *_: self.box_raft.update_quorum())
         self.replicaset.on_relay_ack.append(
             lambda replica, vclock: synchro.limbo_on_relay_ack(self, replica, vclock))
         self.schema.on_cluster_change.append(
@@ -147,6 +153,7 @@ class Box:
         self.status = "orphan" if self.orphan else "running"
         log.info("ready to accept requests")
         replicaset_follow(self.replicaset)
+        self.box_raft.start()           # election last: term and vote are recovered
         if self.is_bootstrap_leader:
             self.set_orphan(False, quiet=True)
         else:
@@ -178,7 +185,7 @@ class Box:
                                    sched=self.sched)
         self.gc.load_checkpoints(checkpoints or [vclock])
         self.checkpointer = Checkpointer(self.sched, self.wal, memtx_dir, uuid,
-                                         lambda: limbo_checkpoint.checkpoint_read_view(self),
+                                         self._checkpoint_view,
                                          self.gc,
                                          checkpoint_interval=float(
                                              cfg.get("checkpoint_interval", 3600)))
@@ -190,7 +197,17 @@ class Box:
         for hook in self.on_recovery_progress:
             hook(progress)
 
+    def _checkpoint_view(self) -> Iterable:
+        """What a checkpoint writes: the spaces, then the Raft state (when election
+        was ever used here: BoxRaft.checkpoint_row)."""
+        view = limbo_checkpoint.checkpoint_read_view(self)
+        raft_row = self.box_raft.checkpoint_row()
+        return view if raft_row is None else itertools.chain(view, (raft_row,))
+
     def _apply_snapshot_row(self, row: XRow) -> None:
+        if is_raft_row(row):            # (2.6.3 ends every snapshot with one)
+            self.box_raft.recover_row(row)
+            return
         request = decode_dml_body(row.body, row.type, ext_hook)
         self.engine.space(request.space_id).recover_replace(request.tuple)
 
@@ -302,6 +319,7 @@ class Box:
             "pid": os.getpid(),
             "version": VERSION_STRING,
             "cluster": {"uuid": self.schema.replicaset_uuid},
+            "election": self.box_raft.info(),
         }
 
     def stop(self) -> None:
@@ -311,6 +329,7 @@ class Box:
                     replica.applier.applier_stop()
                 except Exception as exc:   # noqa: BLE001 - stopping the rest matters more
                     log.error("stopping applier %s: %s", replica.applier, exc)
+        self.box_raft.stop()
         if self.checkpointer is not None:
             self.checkpointer.stop_daemon()
         if self.wal is not None:
@@ -379,6 +398,8 @@ def recover_wal_tx(box: Box, rows: list[XRow]) -> None:
                 if txn is None:
                     txn = adopt(engine, statements)
                 limbo_txn.recover_synchro_row(box, row)
+            elif is_raft_row(row):
+                box.box_raft.recover_row(row)
             # NOP and anything else: nothing to apply
     except BaseException:
         abandon(engine, txn, statements)

@@ -11,11 +11,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spindle.core.iproto.constants import (
-    BallotKey, ErrorKey, ErrorStackKey, IprotoKey, IprotoType, is_error_type, error_code_of,
+    BallotKey, ErrorKey, ErrorStackKey, GroupId, IprotoKey, IprotoType, RaftKey, is_error_type,
+    error_code_of,
 )
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
 from spindle.core.iproto.msgpack import MsgpackError, invalid_msgpack, pack, unpack
 from spindle.core.iproto.xrow import XRow
+from spindle.core.raft.raft import RaftMsg
 from spindle.core.vclock import VClock
 
 UUID_LEN = 36
@@ -239,6 +241,54 @@ def decode_vclock_row(row: XRow) -> VClock:
 def encode_heartbeat(master_id: int, timestamp: float) -> XRow:
     """OK with REPLICA_ID and TIMESTAMP, no body, no LSN."""
     return XRow(type=IprotoType.OK, replica_id=master_id, timestamp=timestamp)
+
+
+# --------------------------------------------------------------------- RAFT
+
+def encode_raft(msg: RaftMsg, sync: int = 0) -> XRow:
+    """IPROTO_RAFT (2.6.1+): GROUP_ID LOCAL, no REPLICA_ID or LSN; the body has the
+    term always and the vote, state and vclock (component 0 left out) only when
+    set, as xrow_encode_raft writes them."""
+    pairs: list[tuple[int, Any]] = [(RaftKey.TERM, msg.term)]
+    if msg.vote:
+        pairs.append((RaftKey.VOTE, msg.vote))
+    if msg.state:
+        pairs.append((RaftKey.STATE, msg.state))
+    if msg.vclock is not None:
+        pairs.append((RaftKey.VCLOCK, {k: v for k, v in msg.vclock.items() if k and v}))
+    return XRow(type=IprotoType.RAFT, body=_map(*pairs), group_id=GroupId.LOCAL, sync=sync)
+
+
+def decode_raft(row: XRow) -> RaftMsg:
+    """xrow_decode_raft: a body-less or non-local row is malformed; every value is
+    an unsigned integer (vclock LSNs too); unknown keys are skipped; the vclock
+    drops component 0 and zero LSNs."""
+    if row.body is None or row.group_id != GroupId.LOCAL:
+        raise invalid_msgpack("malformed raft request")
+    try:
+        body = unpack(row.body, "raft body")
+    except MsgpackError:
+        raise invalid_msgpack("raft body") from None
+    if not isinstance(body, dict):
+        raise invalid_msgpack("raft body")
+    msg = RaftMsg(term=0)
+    for key, value in body.items():
+        if not _is_uint(key):
+            raise invalid_msgpack("raft body")
+        if key == RaftKey.VCLOCK:
+            if not isinstance(value, dict) or not all(
+                    _is_uint(k) and _is_uint(v) for k, v in value.items()):
+                raise invalid_msgpack("raft body")
+            msg.vclock = {k: v for k, v in value.items() if k and v}
+        elif key in (RaftKey.TERM, RaftKey.VOTE, RaftKey.STATE):
+            if not _is_uint(value):
+                raise invalid_msgpack("raft body")
+            setattr(msg, ("term", "vote", "state")[key], value)
+    return msg
+
+
+def _is_uint(value: Any) -> bool:
+    return type(value) is int and value >= 0
 
 
 # ------------------------------------------------------------------- errors

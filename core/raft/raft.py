@@ -91,7 +91,9 @@ class Raft:
         # rand(n): an integer in [0, n] (2.6.3: rand() % (n + 1))
         self.rand = rand or (lambda n: random.randint(0, n))
         self.self_id = 0
-        self.vclock: VClock | None = None         # the instance's, read not owned
+        # the instance's vclock, read not owned (a function: the instance may
+        # replace its vclock object)
+        self._vclock_of: Callable[[], VClock | None] = lambda: None
         self.state = _FOLLOWER
         self.leader = 0
         self.term = 1                              # persisted
@@ -120,8 +122,13 @@ class Raft:
     def cfg_instance_id(self, instance_id: int) -> None:
         self.self_id = instance_id
 
-    def cfg_vclock(self, vclock: VClock) -> None:
-        self.vclock = vclock
+    def cfg_vclock(self, vclock: VClock | Callable[[], VClock]) -> None:
+        """The instance's vclock, or a function giving the current one."""
+        self._vclock_of = vclock if callable(vclock) else (lambda: vclock)
+
+    @property
+    def vclock(self) -> VClock | None:
+        return self._vclock_of()
 
     def cfg_is_enabled(self, is_enabled: bool) -> None:
         if is_enabled == self.is_enabled:
@@ -268,7 +275,7 @@ class Raft:
         """The candidate's vclock is not behind ours in any component (0 aside)."""
         if vclock is None:
             return False
-        ours = self.vclock if self.vclock is not None else VClock()
+        ours = self.vclock or VClock()
         return VClock(vclock).compare(ours, ignore0=True) in (0, 1)
 
     def process_heartbeat(self, source: int) -> None:
@@ -331,8 +338,9 @@ class Raft:
         """The state as peers see it: persisted term and vote, the role, and the
         vclock only from a candidate."""
         vclock = None
-        if self.state == _CANDIDATE and self.vclock is not None:
-            vclock = self.vclock.to_dict()
+        ours = self.vclock
+        if self.state == _CANDIDATE and ours is not None:
+            vclock = ours.to_dict()
         return RaftMsg(self.term, self.vote, int(self.state), vclock)
 
     def checkpoint_local(self) -> RaftMsg:

@@ -45,11 +45,12 @@ from spindle.core.iproto.errors import (
 )
 from spindle.core.iproto.greeting import GREETING_SIZE, PROTOCOL_BINARY, decode_greeting
 from spindle.core.iproto.replication import (
-    Ballot, decode_ballot, decode_error, decode_subscribe_response, decode_vclock_row,
-    encode_ack, encode_fetch_snapshot, encode_join, encode_register, encode_subscribe,
+    Ballot, decode_ballot, decode_error, decode_raft, decode_subscribe_response,
+    decode_vclock_row, encode_ack, encode_fetch_snapshot, encode_join, encode_register, encode_subscribe,
     encode_vote,
 )
 from spindle.core.iproto.xrow import XRow
+from spindle.core.raft.raft import RaftError
 from spindle.core.vclock import VClock
 from spindle.core.version import TARANTOOL_VERSION
 
@@ -84,7 +85,14 @@ _FAILED_WHILE = {
 }
 _ROWS_LOGGED_EVERY = 100000
 _SNAPSHOT_ROW_TYPES = (bytes((IprotoType.INSERT,)), bytes((IprotoType.REPLACE,)))
-_OK = int(IprotoType.OK)      # (read per row: an enum member from its class is slow)
+_OK = int(IprotoType.OK)
+_RAFT = int(IprotoType.RAFT)      # (read per row: an enum member from its class is slow)
+
+
+class RaftBoxError(BoxError):
+    """2.6.3's RaftError: a peer broke the protocol; the applier stops with it."""
+
+    type = "RaftError"
 
 
 class Applier:
@@ -538,19 +546,40 @@ class Applier:
         assembler = TxAssembler(box, dict(vclock.items()))
         apply_tx = ReplicatedTx(box).apply
         maybe_yield = TimeSlice(self.sched, APPLIER_SLICE).maybe_yield
+        raft, master_id = box.raft, self.master_id
         try:
             while True:
                 if self._paused:
                     self._park()
                 maybe_yield()
                 rows = self.applier_read_tx(assembler)
+                # whatever comes from the leader's connection says it is alive
+                raft.process_heartbeat(master_id)
                 if rows[0].lsn == 0:
+                    if rows[0].type == _RAFT:
+                        self.applier_handle_raft(rows[0])
                     self.applier_signal_ack()       # a heartbeat: answer it
+                elif raft.is_enabled and raft.leader != master_id:
+                    # raft_is_source_allowed: with election on, data only from the
+                    # leader (its relay sends again what was dropped once it leads)
+                    continue
                 elif not apply_tx(rows, skip_conflict, assembler.tx_requests):
                     self.applier_signal_ack()       # applied already (another upstream)
         finally:
             counters.on_commit.remove(on_commit)
             counters.on_rollback.remove(on_rollback)
+
+    def applier_handle_raft(self, row: XRow) -> None:
+        """A Raft message of the master: to the state machine, as coming from the
+        master's instance id (the SUBSCRIBE response's REPLICA_ID)."""
+        if self.master_id == 0:
+            raise ClientError(ErrorCode.ER_PROTOCOL,
+                              "Can't apply a Raft request from an instance without an ID")
+        msg = decode_raft(row)
+        try:
+            self.box.raft.process_msg(msg, self.master_id)
+        except RaftError as exc:
+            raise RaftBoxError(str(exc)) from None
 
     def applier_read_tx(self, assembler: TxAssembler) -> list[XRow]:
         """applier_read_tx: rows until the one that commits their transaction. The

@@ -15,12 +15,16 @@ from spindle.core.instance_api import InstanceApi
 if TYPE_CHECKING:
     from spindle.core.box.txn import Txn
     from spindle.core.iproto.xrow import XRow
+    from spindle.core.raft.raft import Raft
 
     from .replicaset import ReplicaSet
 
 
 class ReplicationInstanceApi(InstanceApi, Protocol):
     replicaset: ReplicaSet
+    # the leader election's state machine (the instance's worker carries out what
+    # it asks for): relays announce its state, appliers feed it messages
+    raft: Raft
 
     def set_orphan(self, orphan: bool, quiet: bool = False) -> None:
         """box_set_orphan: read-only (and box.info.status "orphan") until synced."""

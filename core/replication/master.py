@@ -19,7 +19,7 @@ from spindle.core.box.schema import CLUSTER_ID
 from spindle.core.iproto.constants import IprotoType
 from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.iproto.replication import (
-    decode_join, decode_register, decode_subscribe, encode_subscribe_response,
+    decode_join, decode_register, decode_subscribe, encode_raft, encode_subscribe_response,
     encode_vclock_row,
 )
 from spindle.core.wal.gc import (
@@ -219,6 +219,12 @@ def box_process_subscribe(executor, session, request, stream) -> None:
         stream.write_row(encode_subscribe_response(
             box.instance_id, vclock, box.schema.replicaset_uuid), sync,
             replication_disconnect_timeout(box))
+        raft = box.raft
+        if raft.is_enabled:
+            # 2.6.3: the persisted Raft state right after the response, without a
+            # sync; nothing when election is off (a 2.6.0 peer sees no change)
+            stream.write_row(encode_raft(raft.checkpoint_remote()), 0,
+                             replication_disconnect_timeout(box))
     except BaseException:
         relay_stop(relay)
         raise

@@ -50,11 +50,12 @@ from spindle.core.iproto.errors import (
     BoxError, ClientError, ErrorCode, FiberIsCancelled, TimedOut,
 )
 from spindle.core.iproto.replication import (
-    decode_vclock_row, encode_heartbeat, encode_vclock_row,
+    decode_vclock_row, encode_heartbeat, encode_raft, encode_vclock_row,
 )
 from spindle.core.iproto.xrow import XRow, encode_row_list, frame
 from spindle.core.net.protocol import PacketError, decode_packet
 from spindle.core.net.session import format_peer
+from spindle.core.raft.raft import RaftMsg, RaftState
 from spindle.core.vclock import VClock
 from spindle.core.wal.gc import gc_consumer_advance
 
@@ -222,6 +223,9 @@ class Relay:
         self.fiber = None                      # the sender (relay_subscribe_f)
         self.reader = None                     # relay_reader_f
         self.rows_sent = 0
+        # the newest Raft state not sent yet (relay_push_raft): older ones are
+        # overwritten, only the newest reaches the replica
+        self.raft_msg: RaftMsg | None = None
         # None: a write waits until the reader reports the replica gone (SUBSCRIBE);
         # the JOIN stages have no reader and give up after this many seconds
         self.write_timeout: float | None = None
@@ -643,12 +647,18 @@ def relay_tell_replica(relay: Relay) -> None:
 
 def relay_subscribe_f(relay: Relay) -> None:
     """The sender loop: rows as they come, a heartbeat when idle for
-    replication_timeout (read every time: it is dynamic)."""
+    replication_timeout (read every time: it is dynamic), and the Raft state
+    whenever a newer one was pushed."""
     sched, box, cursor = relay.sched, relay.box, relay.cursor
     assert cursor is not None   # (relay_subscribe made it before starting this loop)
     relay_send_heartbeat(relay)
     while True:
         relay.check()
+        if relay.raft_msg is not None:
+            relay_send_raft(relay)
+            cursor = relay.cursor       # (a new leader's relay reads anew)
+            assert cursor is not None
+            continue
         if relay_send_ready(relay):
             if cursor.caught_up():
                 # What comes next waits for the end of the window this send opened
@@ -669,6 +679,40 @@ def relay_subscribe_f(relay: Relay) -> None:
             continue
         if cursor.wait(deadline - now):
             relay_hold_back(relay)
+
+
+def relay_push_raft(relay: Relay, msg: RaftMsg) -> None:
+    """relay_push_raft (relay.txt, "Relay Raft"): the newest Raft state for the
+    replica. It replaces one not sent yet; the sender sends it at its next turn
+    (a relay whose sender has not started keeps it until it does)."""
+    relay.raft_msg = msg
+    if relay.fiber is not None and relay.fiber is not relay.sched.current:
+        relay.sched.wakeup(relay.fiber)
+
+
+def relay_send_raft(relay: Relay) -> None:
+    """Send the pushed Raft state with the SUBSCRIBE's sync. When it says this
+    instance is the leader, the replica may have dropped rows sent while it was
+    not (an applier takes data only from the leader): reading starts again from
+    what the replica has acked (relay_restart_recovery)."""
+    msg, relay.raft_msg = relay.raft_msg, None
+    if msg is None:
+        return
+    relay.send(encode_raft(msg, relay.sync).encode_frame())
+    if msg.state == RaftState.LEADER:
+        relay_restart_recovery(relay)
+
+
+def relay_restart_recovery(relay: Relay) -> None:
+    """Read again from the vclock the replica last acked; component 0 (this
+    instance's local rows, never sent) stays where the reading is."""
+    old = relay.cursor
+    start = relay.vclock.copy()
+    start.reset(0, old.vclock.get(0) if old is not None else relay.box.vclock.get(0))
+    if old is not None:
+        old.close()
+    relay.cursor = relay_cursor(relay.box, start, relay.sync)
+    relay.sent = dict(start.items())
 
 
 def relay_hold_back(relay: Relay) -> bool:

@@ -129,6 +129,9 @@ class BoxStorage:
             "log": self._set_log,
             "memtx_memory": self._set_memtx_memory,
             "memtx_max_tuple_size": lambda value: self.box.engine.arena.set_max_tuple_size(value),
+            "replication_timeout": self._set_replication_timeout,
+            "election_mode": self._set_election_mode,
+            "election_timeout": self._set_election_timeout,
         }
 
     def _remember(self, name: str) -> Callable[[Any], None]:
@@ -145,7 +148,22 @@ class BoxStorage:
             self.box.cfg[name] = value
             if self.started:
                 on_synchro_option_changed(self.box)
+                self.box.box_raft.update_quorum()   # (the election quorum follows it)
         return apply
+
+    def _set_replication_timeout(self, value) -> None:
+        self.box.cfg["replication_timeout"] = value
+        self.box.box_raft.update_death_timeout()     # 4 x replication_timeout
+
+    def _set_election_mode(self, value) -> None:
+        """Applied at once on a later box.cfg; at the first one the box applies it
+        when it is up (BoxRaft.start), as 2.6.3 enables election last."""
+        self.box.cfg["election_mode"] = value
+        self.box.box_raft.set_mode(value)
+
+    def _set_election_timeout(self, value) -> None:
+        self.box.cfg["election_timeout"] = value
+        self.box.box_raft.set_election_timeout(value)
 
     def _set_replication(self, value) -> None:
         self.box.cfg["replication"] = value

@@ -160,7 +160,6 @@ TYPE_PROBES = [{name: _wrong_type_value(opt)} for name, opt in OPTIONS.items()
 FIRST_PROBES = TYPE_PROBES + [
     "x", 5, True, [1, 2],
     {"unknown_opt": 1},
-    {"election_mode": "off"},
     {1: 5},
     {1.5: 5},
     {"dont_check": True},
@@ -370,7 +369,6 @@ RELOAD_SETUP = {"instance_uuid": U1, "replicaset_uuid": U2, "memtx_memory": 2000
 RELOAD_PROBES = [
     "x", True, None, {},
     {"unknown_opt": 1},
-    {"election_mode": "off"},
     {"memtx_dir": "x"},
     {"memtx_dir": "."},
     {"memtx_dir": ""},

@@ -41,9 +41,11 @@ STATIC = {
 
 
 def test_every_option_of_2_6_0():
-    assert len(OPTIONS) == 61
+    # 2.6.0's 61, and the two of leader election (2.6.1+, as 2.6.3 has them)
+    assert len(OPTIONS) == 63
     assert all(isinstance(o, Option) and o.name == n for n, o in OPTIONS.items())
-    assert "election_mode" not in OPTIONS     # 2.6.1+
+    assert OPTIONS["election_mode"].default == "off" and OPTIONS["election_mode"].dynamic
+    assert OPTIONS["election_timeout"].default == 5
     assert {n for n, o in OPTIONS.items() if not o.dynamic} == STATIC
 
 
@@ -126,7 +128,11 @@ def test_lua_type():
     ("sql_cache_size", -1, "must be non-negative"),
     ("net_msg_max", 1, "minimal value is 2"),
     ("replication_anon", True, "the value may be set to true only when the instance is read-only"),
-    ("election_mode", "off", "unexpected option"),
+    ("election_mode", "on", "the value must be one of the following strings: "
+     "'off', 'voter', 'candidate', 'manual'"),
+    ("election_mode", 1, "should be of type string"),
+    ("election_timeout", 0, "the value must be a positive number"),
+    ("election_timeout", "1", "should be of type number"),
     ("unknown_opt", 1, "unexpected option"),
 ])
 def test_check_option_refusals(name, value, reason):
