@@ -334,6 +334,26 @@ print('failing trigger', tc1:wait_connected(5), tc1.state, tc1.error)
 local tc2 = net.connect('u:p@' .. addr, {wait_connected = false})
 tc2:on_schema_reload(function() error('reload failed', 0) end)
 print('failing reload', tc2:wait_connected(5), tc2.state, tc2.error)
+local function workers()
+    local n = 0
+    for _, f in pairs(fiber.info()) do
+        if f.name:find('net.box') then n = n + 1 end
+    end
+    return n
+end
+local base = workers()
+for i = 1, 5 do local x = net.connect('u:p@' .. addr) assert(x:ping()) end
+collectgarbage() collectgarbage()
+fiber.sleep(0.1)
+print('collected', workers() - base)
+local gf
+do
+    local x = net.connect('u:p@' .. addr)
+    gf = x:call('slow', {1}, {is_async = true})
+end
+collectgarbage() collectgarbage()
+fiber.sleep(0.1)
+print('future of a collected one', workers() - base, gf:wait_result(2))
 os.exit(0)
 """
 
@@ -342,7 +362,7 @@ def test_netbox_options_and_many_connections(tmp_path):
     """call_16, host and port apart, collations and nullable parts of the schema, a
     big select, net.box.timeout() and conn:timeout(), twenty connections, DDL with
     requests in flight, wait_connected as a number, close() twice, triggers that
-    fail."""
+    fail, connections collected unclosed."""
     outputs = _matrix(tmp_path, CLIENT_MORE)
     reference = outputs["tarantool", "tarantool"]
     assert "closed again\tok\t[false]" in reference, reference

@@ -24,6 +24,7 @@ class NetBoxModule:
             "push": self._push,
             "push_count": lambda req: len(req.pushes or ()),
             "parse_uri": self._parse_uri,
+            "collected": lambda tr: tr.collected(),
         }
         blocking = {
             "start": self._start,

@@ -13,6 +13,7 @@
 -- net_box_self.lua. Returns the module.
 local native, blocking, wait, tuple, call_global, load_schema_part, load_self_part = ...
 
+local ffi = require('ffi')
 local msgpack = require('msgpack')
 local fiber = require('fiber')
 local log = require('log')
@@ -604,8 +605,20 @@ local function connect(...)
         password = ''
     end
     local remote = {host = host, port = port, opts = opts, state = 'initial'}
+    -- The transport keeps the callback; the callback reaches the connection
+    -- through a weak reference, so a connection nobody holds can be collected.
+    local ref = setmetatable({remote = remote}, {__mode = 'v'})
     local last_reconnect_error
+    local worker_gone = false
     local function callback(what, ...)
+        if what == 'worker_gone' then
+            worker_gone = true
+            return
+        end
+        local remote = ref.remote       -- luacheck: ignore (shadows on purpose)
+        if remote == nil then
+            return
+        end
         if what == 'state_changed' then
             local state, err = ...
             local was_connected = remote._is_connected
@@ -664,7 +677,16 @@ local function connect(...)
     remote._on_disconnect = new_trigger('on_disconnect')
     remote._on_connect = new_trigger('on_connect')
     remote._is_connected = false
-    remote._transport = wait(blocking.start, host, port, user, password, callback)
+    local transport = wait(blocking.start, host, port, user, password, callback)
+    remote._transport = transport
+    -- A connection collected unclosed stops: its worker and its socket go (2.6.0).
+    -- Once the worker is gone (closed, failed, or the process ending: the Lua state
+    -- is closed after Python has let go of everything) there is nothing to stop.
+    remote._gc_hook = ffi.gc(ffi.new('char[1]'), function()
+        if not worker_gone then
+            native.collected(transport)
+        end
+    end)
     if opts.wait_connected ~= false then
         wait(blocking.wait_state, remote._transport, 'active', tonumber(opts.wait_connected))
     end

@@ -149,6 +149,25 @@ class Transport:
             self.sched.cancel(worker)
         self._close_socket()
 
+    def collected(self) -> None:
+        """The connection object was garbage-collected unclosed (2.6.0's gc hook):
+        closed without a word to Lua (nobody is left to hear it), the worker
+        cancelled (it closes the socket). Runs inside Lua's collector: never
+        blocks, never raises."""
+        try:
+            if self.state not in FINAL_STATES:
+                self.state, self.last_code = "closed", ErrorCode.ER_NO_CONNECTION
+                self.last_error = "Connection closed"
+                self.state_cond.broadcast()
+                pending, self.requests = self.requests, {}
+                for request in pending.values():
+                    request.finish(None, state_error(self.last_code, self.last_error))
+            worker, self.worker = self.worker, None
+            if worker is not None and worker.status != "dead":
+                self.sched.cancel(worker)
+        except Exception as exc:   # noqa: BLE001 - nothing may escape a __gc
+            log.error("net.box: %s", exc)
+
     def alive(self) -> bool:
         """2.6.0's `worker_fiber ~= nil`."""
         return self.worker is not None and self.worker.status != "dead"
@@ -202,6 +221,11 @@ class Transport:
             self._close_socket()
             if self.worker is me:
                 self.worker = None
+            try:
+                # (the Lua side's gc hook has nothing left to stop)
+                self.runtime.invoke(self.callback, "worker_gone")
+            except Exception as exc:   # noqa: BLE001 - the worker ends anyway
+                log.error("net.box: %s", exc)
             # futures of a dead worker are ready (with NO_CONNECTION)
             for request in list(self.requests.values()):
                 if request.cond is not None:
