@@ -525,9 +525,12 @@ function remote_methods:eval(code, args, opts)
     return unpack(res)
 end
 
-function remote_methods:execute()
-    check_remote_arg(self, 'execute')
-    box.error(box.error.UNSUPPORTED, 'Spindle', 'SQL')
+-- SQL is out of Spindle's scope (as box.execute)
+for _, name in ipairs({'execute', 'prepare', 'unprepare'}) do
+    remote_methods[name] = function(self)
+        check_remote_arg(self, name)
+        box.error(box.error.UNSUPPORTED, 'Spindle', 'SQL')
+    end
 end
 
 local compat_warning_said = false
