@@ -9,6 +9,7 @@ script runs on real Tarantool 2.6.0 and on Spindle. Unix socket paths are short
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -18,6 +19,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Iterator
 
 from .oracle import SPINDLE, tarantool_binary
 
@@ -75,7 +77,11 @@ class ConsoleNode:
         self.proc = subprocess.Popen(args, cwd=self.dir, stdin=subprocess.DEVNULL,
                                      stdout=self.log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
-        self._wait_ready()
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
 
     @property
     def kind(self) -> str:
@@ -97,8 +103,12 @@ class ConsoleNode:
         raise RuntimeError(f"{self.binary} did not start: {self.output()}")
 
     def output(self) -> str:
-        self.log.flush()
-        return (self.dir / "stderr.log").read_text(errors="replace")
+        if not self.log.closed:
+            self.log.flush()
+        try:
+            return (self.dir / "stderr.log").read_text(errors="replace")
+        except OSError:
+            return ""
 
     def env(self) -> dict[str, str]:
         """An environment whose tarantoolctl finds this node's `.tarantoolctl`."""
@@ -134,8 +144,25 @@ def _greets(port: int) -> bool:
         return False
 
 
+@contextlib.contextmanager
+def both_running(**kwargs) -> Iterator[list[ConsoleNode]]:
+    """both_nodes(), all stopped when the block ends, however it ends."""
+    nodes = both_nodes(**kwargs)
+    try:
+        yield nodes
+    finally:
+        for node in nodes:
+            node.stop()
+
+
 def both_nodes(**kwargs) -> list[ConsoleNode]:
-    return [ConsoleNode(tarantool_binary(), **kwargs), ConsoleNode(SPINDLE, **kwargs)]
+    """Tarantool's node, then Spindle's (the first stopped if the second fails)."""
+    real = ConsoleNode(tarantool_binary(), **kwargs)
+    try:
+        return [real, ConsoleNode(SPINDLE, **kwargs)]
+    except BaseException:
+        real.stop()
+        raise
 
 
 class RawClient:

@@ -7,7 +7,7 @@ import time
 
 import pexpect
 import pytest
-from .console_harness import ConsoleNode, RawClient, both_nodes, clean_transcript
+from .console_harness import ConsoleNode, RawClient, both_running, clean_transcript
 
 from .oracle import SPINDLE, both
 
@@ -70,13 +70,9 @@ def _protocol_transcript(target) -> list[bytes]:
 
 @pytest.mark.parametrize("over", ["unix", "tcp"])
 def test_console_protocol_as_tarantool(over):
-    nodes = both_nodes()
-    try:
+    with both_running() as nodes:
         real, ours = ([_protocol_transcript(n.sock if over == "unix" else n.tcp)
                        for n in nodes])
-    finally:
-        for node in nodes:
-            node.stop()
     for (line, _), want, got in zip([(b"greeting", b"")] + PROTOCOL, real, ours):
         assert got == want, line
 
@@ -93,8 +89,8 @@ def test_session_is_console_admin_and_triggers_run():
         "console.listen('unix/:' .. arg[1] .. '/%(name)s.control')\n"
         "console.listen('127.0.0.1:' .. arg[2])\n")
     results = []
-    for node in both_nodes(script=script):
-        try:
+    with both_running(script=script) as nodes:
+        for node in nodes:
             first = RawClient(node.tcp)
             first.ask(b"x = 1\n")
             first.close()
@@ -103,8 +99,6 @@ def test_session_is_console_admin_and_triggers_run():
             results.append((second.ask(b"events\n"),
                             second.ask(b"box.session.user(), box.session.type()\n")))
             second.close()
-        finally:
-            node.stop()
     assert results[1] == results[0]
 
 
@@ -136,37 +130,31 @@ TYPED = ["1 + 1", "box.session.type()", "\\set output lua", "{1, 'a', nil}",
 @pytest.mark.parametrize("how", ["tcp", "unix"])
 def test_tarantoolctl_connect_as_tarantool(how):
     transcripts = []
-    for node in both_nodes():
-        try:
+    with both_running() as nodes:
+        for node in nodes:
             target = f"127.0.0.1:{node.tcp}" if how == "tcp" else node.sock
             transcripts.append(_tarantoolctl(node, ["connect", target], TYPED))
-        finally:
-            node.stop()
     assert transcripts[1] == transcripts[0]
     assert "- console" in transcripts[1]
 
 
 def test_tarantoolctl_enter_as_tarantool():
     transcripts = []
-    for node in both_nodes():
-        try:
+    with both_running() as nodes:
+        for node in nodes:
             transcripts.append(_tarantoolctl(node, ["enter", node.name], TYPED))
-        finally:
-            node.stop()
     assert transcripts[1] == transcripts[0]
     assert "connected to unix/:SOCK" in transcripts[1]
 
 
 def test_tarantoolctl_connect_with_piped_statements():
     outputs = []
-    for node in both_nodes():
-        try:
+    with both_running() as nodes:
+        for node in nodes:
             done = subprocess.run(["timeout", "-s", "KILL", "30", "tarantoolctl", "connect",
                                    f"127.0.0.1:{node.tcp}"], input="1 + 2\n", cwd=node.dir,
                                   env=node.env(), capture_output=True, text=True)
             outputs.append((done.returncode, done.stdout))
-        finally:
-            node.stop()
     assert outputs[1] == outputs[0]
 
 
