@@ -555,6 +555,10 @@ class FakeServer:
                 conn.sendall(b"hello" * 40)
                 time.sleep(5)
                 return
+            if self.mode == "short greeting":
+                conn.sendall(b"Tarantool 2.6.0")
+                conn.close()
+                return
             conn.sendall(_greeting())
             buf = b""
             while True:
@@ -637,7 +641,7 @@ def _normalized(output: str) -> list[str]:
 
 
 def test_bad_peers_fail_the_waiting_fibers(tmp_path):
-    for mode in ("bad greeting", "garbage", "bad length", "dies mid-reply", "silent",
+    for mode in ("bad greeting", "short greeting", "garbage", "bad length", "dies mid-reply", "silent",
                  "wrong sync first"):
         server = FakeServer(mode)
         try:
