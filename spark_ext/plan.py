@@ -33,7 +33,7 @@ from spindle.core.xlog.format import SNAP, XLOG, XlogError
 
 from .rows import DML_TYPES, INSERT, SPACE_SPACE_ID, RowFilter, SpaceNames, space_row_markers
 from .scan import (
-    EOF, ROW_ERRORS, SNAP_KIND, TORN, XLOG_KIND, ScanTask, XlogFile, iter_rows, read_block,
+    ROW_ERRORS, SNAP_KIND, XLOG_KIND, ScanTask, iter_rows, open_file, payloads,
 )
 
 DEFAULT_SPLIT_BYTES = 64 << 20
@@ -54,8 +54,8 @@ class FileInfo:
 
 
 def file_info(path: str, kind: str) -> FileInfo:
-    with XlogFile(path) as xf:
-        meta = xf.meta
+    with open_file(path) as reader:
+        meta = reader.meta
     if meta.filetype != FILETYPES[kind]:
         raise XlogError(f"{path}: not a {FILETYPES[kind]} file (it is {meta.filetype})")
     st = os.stat(path)
@@ -142,20 +142,15 @@ def file_structure(info: FileInfo, split_bytes: int, *, events: bool = True) -> 
     """Split points of any file; with `events`, its `_space` rows too (xlogs)."""
     def compute() -> Structure:
         markers = space_row_markers()
-        with XlogFile(info.path) as xf:
-            pos = range_start = xf.header_size
-            result = Structure([pos])
-            while True:
-                block = read_block(xf, pos, payload=events, check=False)
-                if block in (EOF, TORN):
-                    break
-                data, size, _ = block
+        with open_file(info.path) as reader:
+            range_start = reader.header_size
+            result = Structure([range_start])
+            for pos, _, data in payloads(reader, check=False, payload=events):
                 if pos - range_start >= split_bytes:
                     result.splits.append(pos)
                     range_start = pos
                 if events and any(m in data for m in markers):
                     result.events.extend(_space_events(data, pos, info.path))
-                pos += size
         return result
     return _cached(("structure", info.path, info.size, info.mtime_ns, split_bytes, events), compute)
 
@@ -165,13 +160,8 @@ def snapshot_names(info: FileInfo) -> dict[int, str]:
     reading stops at the first row of a space after `_space`."""
     def compute() -> dict[int, str]:
         names = SpaceNames()
-        with XlogFile(info.path) as xf:
-            pos = xf.header_size
-            while True:
-                block = read_block(xf, pos, check=False)
-                if block in (EOF, TORN):
-                    return names.names
-                data, size, _ = block
+        with open_file(info.path) as reader:
+            for pos, _, data in payloads(reader, check=False):
                 try:
                     for row in iter_rows(data):
                         space_id, tup_s, tup_e = row[8], row[13], row[14]
@@ -182,7 +172,7 @@ def snapshot_names(info: FileInfo) -> dict[int, str]:
                 except ROW_ERRORS as exc:
                     raise XlogError(f"{info.path}: can't parse row at offset {pos}: {exc}") \
                         from exc
-                pos += size
+        return names.names
     return _cached(("snapnames", info.path, info.size, info.mtime_ns), compute)
 
 

@@ -1,6 +1,7 @@
 """One .xlog/.snap file (or a block range of it) -> Arrow record batches. No pyspark.
 
-The block layer (fixheaders, CRC, zstd) is core/xlog/format.py's. Rows are
+Files are read with core/xlog's reader (XlogReader, its raw-block view: block
+payloads, CRC checked, decompressed; `open_file` and `payloads` below). Rows are
 walked by the compiled walker (walker.py, through walked.py) into NumPy arrays,
 groups of blocks at a time; `iter_rows` below is the general Python walker it
 falls back to for blocks it refuses (and that the planner and the streaming
@@ -18,8 +19,6 @@ Rules (reference/xlog.md §5, as 2.6.0 reads files):
 """
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -27,14 +26,11 @@ import msgpack
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import zstandard
 
 from spindle.core.iproto.constants import IprotoFlag, IprotoKey
 from spindle.core.iproto.xrow import tsn_of
-from spindle.core.xlog.format import (
-    EOF_MARKER_BYTES, FIXHEADER_SIZE, MARKER_SIZE, META_LEN_MAX, CorruptBlock, NeedMore, XlogError,
-    XlogHeaderError, XlogMeta, crc32c, decode_fixheader, parse_meta, zstd_decompress,
-)
+from spindle.core.xlog.files import XlogReader
+from spindle.core.xlog.format import CorruptBlock, DataAfterEof, XlogError, XlogHeaderError
 
 from .rows import (
     ARROW_SCHEMA, BODY_KEY_NAMES, COLUMN_NAMES, DML_TYPES, NOP, SPACE_SPACE_ID, UPDATE, RowFilter,
@@ -89,120 +85,36 @@ class ScanTask:
 
 
 # ---------------------------------------------------------------------------
-# Files and blocks.
+# Files and blocks: core/xlog's reader, its errors naming the file.
 
-class XlogFile:
-    """A file's header, and its bytes through positional reads.
+# Bytes read from a file at a time (blocks are ~128 KiB).
+READ_CHUNK = 1 << 20
 
-    The size is taken once, at open: a WAL growing meanwhile is read up to what
-    it held then. Reads are pread()s through a window of at least 1 MiB, not a
-    memory map: a WAL writer that cuts its file (a torn tail at restart, a
-    failed write) would turn reads of a mapping into SIGBUS; here it is only a
-    short read, i.e. a torn tail.
-    """
 
-    WINDOW = 1 << 20
-
-    def __init__(self, path: str):
-        self.path = path
-        self._fd = os.open(path, os.O_RDONLY)
-        self._win_pos = 0
-        self._win = b""
-        try:
-            self.size = os.fstat(self._fd).st_size
-            head = self.read(0, min(self.size, META_LEN_MAX + 2))
-            try:
-                parsed = parse_meta(head)
-            except XlogHeaderError as exc:
-                raise XlogHeaderError(f"{path}: {exc}") from exc
-            if parsed is None:
-                raise XlogHeaderError(f"{path}: Unexpected end of file")
-        except BaseException:
-            self.close()
+def open_file(path: str, *, start: int | None = None, end: int | None = None) -> XlogReader:
+    """The reader of `path` for Spark: blocks from `start` (None: the first) up to
+    `end` (None: the size the file had when opened, so a WAL growing meanwhile is
+    read up to what it held then); a bad header is an XlogError naming the file."""
+    try:
+        return XlogReader(path, chunk_size=READ_CHUNK, with_rows=False, start=start, end=end,
+                          grow=False)
+    except XlogHeaderError as exc:
+        if str(exc).startswith(f"{path}: "):
             raise
-        self.meta: XlogMeta = parsed[0]
-        self.header_size: int = parsed[1]
-
-    def read(self, pos: int, n: int) -> bytes:
-        """Up to `n` bytes at `pos` (fewer only at the end of the file)."""
-        offset = pos - self._win_pos
-        if offset < 0 or offset + n > len(self._win):
-            want = min(max(n, self.WINDOW), max(self.size - pos, 0))
-            self._win, self._win_pos, offset = os.pread(self._fd, want, pos), pos, 0
-        return self._win[offset:offset + n]
-
-    def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-
-    def __enter__(self) -> XlogFile:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+        raise XlogHeaderError(f"{path}: {exc}") from exc
 
 
-EOF, TORN = "eof", "torn"
-
-
-def read_block(xf: XlogFile, pos: int, *, payload: bool = True, check: bool = True,
-               ) -> tuple[bytes | None, int, bool] | str:
-    """The block at `pos`: (rows bytes, block size, compressed), or EOF / TORN.
-
-    `payload=False` reads the fixheader only (rows bytes None); `check=False`
-    skips the CRC (the planner's pre-pass; the scan checks every block).
-    """
-    head = xf.read(pos, FIXHEADER_SIZE)
-    if len(head) < MARKER_SIZE:
-        return TORN
-    if head[:MARKER_SIZE] == EOF_MARKER_BYTES:
-        if pos + MARKER_SIZE < xf.size:
-            raise XlogError(f"{xf.path}: has some data after eof marker at {pos}")
-        return EOF
+def payloads(reader: XlogReader, *, check: bool = True,
+             payload: bool = True) -> Iterator[tuple[int, int, bytes]]:
+    """(offset, size, decompressed payload) of each block the reader's raw view
+    gives, up to the EOF marker or the end of the data (then `reader.eof_marker`
+    and `reader.torn_tail` say which). A damaged block or data after the EOF
+    marker is an XlogError naming the file and the offset."""
     try:
-        fixheader = decode_fixheader(head, base_offset=pos)
-    except CorruptBlock as exc:
-        raise XlogError(f"{xf.path}: {exc}") from exc
-    if isinstance(fixheader, NeedMore):
-        return TORN
-    size = FIXHEADER_SIZE + fixheader.length
-    if pos + size > xf.size:
-        return TORN
-    if not payload:
-        return None, size, fixheader.compressed
-    stored = xf.read(pos + FIXHEADER_SIZE, fixheader.length)
-    if len(stored) < fixheader.length:
-        return TORN                   # the file was cut while we read it
-    if check and crc32c(stored) != fixheader.crc32c:
-        raise XlogError(f"{xf.path}: tx checksum mismatch at offset {pos}")
-    if fixheader.compressed:
-        try:
-            stored = _decompress(stored)
-        except ValueError as exc:
-            raise XlogError(f"{xf.path}: can't decompress block: {exc} at offset {pos}") from exc
-    return stored, size, fixheader.compressed
-
-
-_zstd = threading.local()
-
-
-def _decompress(stored: bytes) -> bytes:
-    """zstd_decompress(stored), with a decompression context kept per thread
-    (making one per block cost a fifth of the decompression). A block is one
-    whole frame; anything else (several frames, a cut or damaged one) is left
-    to zstd_decompress, which gives the general answer or error."""
-    dctx = getattr(_zstd, "dctx", None)
-    if dctx is None:
-        dctx = _zstd.dctx = zstandard.ZstdDecompressor()
-    dobj = dctx.decompressobj()
-    try:
-        data = dobj.decompress(stored)
-    except zstandard.ZstdError:
-        return zstd_decompress(stored)
-    if dobj.eof and not dobj.unused_data:
-        return data
-    return zstd_decompress(stored)
+        for block in reader.raw_blocks(check=check, payload=payload):
+            yield block.offset, block.size, block.data
+    except (CorruptBlock, DataAfterEof) as exc:
+        raise XlogError(f"{reader.path}: {exc}") from exc
 
 
 def iter_rows(data: bytes) -> Iterator[tuple]:
@@ -360,27 +272,25 @@ class Scan:
     def batches(self) -> Iterator[pa.RecordBatch]:
         if self.filters.impossible:
             return
-        with XlogFile(self.task.path) as xf:
-            pos = self.task.start if self.task.start is not None else xf.header_size
-            end = xf.size if self.task.end is None else self.task.end
-            while pos < end and not self._done:
-                payloads, pos, stop = self._read_group(xf, pos, end)
-                if payloads:
-                    self._scan_group(payloads)
-                    self.blocks_read += len(payloads)
+        task = self.task
+        with open_file(task.path, start=task.start, end=task.end) as reader:
+            blocks = payloads(reader)
+            ended = False
+            while not self._done and not ended:
+                group, ended = self._read_group(blocks)
+                if group:
+                    self._scan_group(group)
+                    self.blocks_read += len(group)
                     while self._committed >= self.batch_rows:
                         yield self._flush(self.batch_rows)
                     if self._lsn_high is not None and self._lsn_done():
                         self._done = True
-                if stop == EOF:
-                    self.eof_marker = True
-                    break
-                if stop == TORN:
-                    self.torn = pos < xf.size
-                    break
-        if self.task.last_of_file and not self._done and not self.eof_marker:
-            if self.task.kind == SNAP_KIND:
-                raise XlogError(f"snapshot `{self.task.path}' has no EOF marker")
+            blocks.close()
+            self.eof_marker = reader.eof_marker
+            self.torn = reader.torn_tail is not None
+        if task.last_of_file and not self._done and not self.eof_marker:
+            if task.kind == SNAP_KIND:
+                raise XlogError(f"snapshot `{task.path}' has no EOF marker")
             # The live WAL (or a crashed one): whole transactions only.
             self._drop_uncommitted()
         # Otherwise rows after the last commit are kept: a file closed with an
@@ -389,22 +299,22 @@ class Scan:
         while self._pending:
             yield self._flush(self.batch_rows)
 
-    def _read_group(self, xf: XlogFile, pos: int, end: int) -> tuple[list[bytes], int, str | None]:
-        """Payloads of the blocks from `pos` up to GROUP_BYTES (at least one),
-        the position after them, and EOF / TORN if that is what came next."""
-        payloads: list[bytes] = []
+    def _read_group(self, blocks: Iterator[tuple[int, int, bytes]]) -> tuple[list[bytes], bool]:
+        """Payloads of the next blocks up to GROUP_BYTES (at least one unless there
+        is none left; their offsets go to `_group_at`), and whether the blocks
+        ended after them."""
+        group: list[bytes] = []
         self._group_at = []
         size = 0
-        while pos < end and (not payloads or size < self._group_bytes):
-            block = read_block(xf, pos)
-            if block in (EOF, TORN):
-                return payloads, pos, block
-            data, block_size, _ = block
-            payloads.append(data)
-            self._group_at.append(pos)
+        while not group or size < self._group_bytes:
+            block = next(blocks, None)
+            if block is None:
+                return group, True
+            offset, _, data = block
+            group.append(data)
+            self._group_at.append(offset)
             size += len(data)
-            pos += block_size
-        return payloads, pos, None
+        return group, False
 
     def _row_error(self, exc: BaseException, block: int, row_pos: int) -> None:
         raise RowError(f"{self.task.path}: can't parse row at offset {self._group_at[block]} "

@@ -37,7 +37,7 @@ from spindle.core.xlog.format import XlogError
 
 from .plan import _space_events, file_info, plan_tasks
 from .rows import SpaceNames, space_row_markers
-from .scan import EOF, ROW_ERRORS, TORN, XLOG_KIND, ScanTask, XlogFile, iter_rows, read_block
+from .scan import ROW_ERRORS, XLOG_KIND, ScanTask, iter_rows, open_file, payloads
 
 START_EARLIEST, START_LATEST = "earliest", "latest"
 _NO_SPLIT = 1 << 62
@@ -61,25 +61,22 @@ def tail_position(path: str, start: int = 0) -> tuple[int, bool]:
     """(offset after the last complete block of `path`, at or after `start`,
     whose last row ends a transaction; whether the file is sealed by its EOF
     marker). 0 means no such block: nothing to read yet."""
-    with XlogFile(path) as xf:
-        pos = max(start, xf.header_size)
+    reader = open_file(path)
+    if start > reader.header_size:
+        reader.close()
+        reader = open_file(path, start=start)
+    with reader:
         good = start
-        while True:
-            block = read_block(xf, pos, check=False)
-            if block == EOF:
-                return good, True
-            if block == TORN:
-                return good, False
-            data, size, _ = block
+        for pos, size, data in payloads(reader, check=False):
             commit = True
             try:
                 for row in iter_rows(data):
                     commit = row[6]
             except ROW_ERRORS as exc:
                 raise XlogError(f"{path}: can't parse row at offset {pos}: {exc}") from exc
-            pos += size
             if commit:
-                good = pos
+                good = pos + size
+        return good, reader.eof_marker
 
 
 @dataclass(frozen=True)
@@ -144,18 +141,13 @@ class NameCursor:
     def advance(self, to: int | None) -> None:
         """Apply the `_space` rows between the cursor and `to` (None: file end)."""
         path = os.path.join(self.wal_dir, self.file)
-        with XlogFile(path) as xf:
-            pos = max(self.pos, xf.header_size)
-            limit = xf.size if to is None else to
-            while pos < limit:
-                block = read_block(xf, pos, check=False)
-                if block in (EOF, TORN):
-                    break
-                data, size, _ = block
+        with open_file(path, start=self.pos or None, end=to) as reader:
+            pos = reader.position
+            for at, size, data in payloads(reader, check=False):
                 if any(m in data for m in self._markers):
-                    for event in _space_events(data, pos, path):
+                    for event in _space_events(data, at, path):
                         self.names.apply(*event[1:])
-                pos += size
+                pos = at + size
         self.pos = pos if to is None else max(self.pos, to)
 
 

@@ -6,7 +6,8 @@ fibers keep running. Items are `(space_id, tuple_msgpack)`, `(space_id, tuple_ms
 group_id)` or XRows (their body and group id are used). The file is written as 2.6.0
 writes it: `<signature>.snap.inprogress`, INSERT rows whose LSN is their ordinal (the
 first row has none), SPACE_ID as a 5-byte uint, one TIMESTAMP for every row, blocks of
-~128 KiB (zstd when >= 2 KiB), the EOF marker, fsync, rename. Logs "saving snapshot
+~128 KiB (zstd when >= 2 KiB), the EOF marker, fsync, rename (core/xlog/files.XlogWriter
+writes the file; the rows are encoded here, where they come from). Logs "saving snapshot
 `<path>.inprogress'" and "done" like the oracle's snapshot thread.
 
 `Checkpointer.checkpoint()` is gc_do_checkpoint(): make the read view, rotate the WAL
@@ -33,10 +34,8 @@ from spindle.core.iproto.msgpack import mp_encode_uint, tuple_packer
 from spindle.core.iproto.request import SNAPSHOT_BODY_HEAD, TUPLE_KEY
 from spindle.core.iproto.xrow import KEY_GROUP_ID, KEY_LSN, KEY_TYPE, TIMESTAMP_HEAD, XRow
 from spindle.core.vclock import VClock
-from spindle.core.xlog.files import INPROGRESS_SUFFIX, format_filename
-from spindle.core.xlog.format import (
-    AUTOCOMMIT_THRESHOLD, EOF_MARKER_BYTES, FIXHEADER_SIZE, SNAP, XlogMeta, encode_block,
-)
+from spindle.core.xlog.files import INPROGRESS_SUFFIX, SyncPolicy, XlogWriter, format_filename
+from spindle.core.xlog.format import AUTOCOMMIT_THRESHOLD, FIXHEADER_SIZE, SNAP, XlogMeta
 
 SNAP_EXT = ".snap"
 _pack_u32 = struct.Struct(">I").pack
@@ -53,12 +52,6 @@ class SnapshotInfo:
 
 def snapshot_path(memtx_dir: str, vclock: VClock) -> str:
     return os.path.join(memtx_dir, format_filename(vclock.signature, SNAP_EXT))
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
 
 
 def _encode_rows(items: Iterable, timestamp: float) -> Iterable[tuple[int, bytes]]:
@@ -144,45 +137,33 @@ def write_snapshot_file(memtx_dir: str, instance_uuid: str, vclock: VClock, rows
                         *, timestamp: float | None = None, fsync: bool = True,
                         compress: bool = True,
                         cancelled: threading.Event | None = None) -> SnapshotInfo:
-    """Write the snapshot in the calling thread (see the module doc). Between blocks the
-    GIL is handed over explicitly, so the tx thread's loop keeps its pace."""
-    os.makedirs(memtx_dir, exist_ok=True)
+    """Write the snapshot in the calling thread (see the module doc) with the xlog
+    writer; the rows come encoded in chunks of about a block. Between blocks the GIL
+    is handed over explicitly, so the tx thread's loop keeps its pace."""
     path = snapshot_path(memtx_dir, vclock)
     if os.path.exists(path):
         raise FileExistsError(f"file '{path}' already exists")
-    tmp = path + INPROGRESS_SUFFIX
-    log.info("saving snapshot `%s'", tmp)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    log.info("saving snapshot `%s'", path + INPROGRESS_SUFFIX)
+    # exclusive=False: an .inprogress left by a crash during the last checkpoint
+    # is written over
+    writer = XlogWriter.create(memtx_dir, XlogMeta(SNAP, instance_uuid, vclock.copy()),
+                               sync=SyncPolicy.CLOSE if fsync else SyncPolicy.NEVER,
+                               compress=compress, exclusive=False)
     count = 0
-    offset = 0
     try:
-        header = XlogMeta(SNAP, instance_uuid, vclock.copy()).encode()
-        _write_all(fd, header)
-        offset = len(header)
         ts = time.time() if timestamp is None else timestamp
         for nrows, data in _encode_rows(rows, ts):
-            block = encode_block(data, compress=compress)
-            _write_all(fd, block)
-            offset += len(block)
+            writer.write_block(data)
             count += nrows
             if cancelled is not None and cancelled.is_set():
                 raise InterruptedError("snapshot cancelled")
             time.sleep(0)   # let the tx thread take the GIL between blocks
-        _write_all(fd, EOF_MARKER_BYTES)
-        offset += len(EOF_MARKER_BYTES)
-        if fsync:
-            os.fsync(fd)
+        writer.close()
     except BaseException:
-        os.close(fd)
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        writer.discard()
         raise
-    os.close(fd)
-    os.rename(tmp, path)
     log.info("done")
-    return SnapshotInfo(path, vclock.copy(), count, offset)
+    return SnapshotInfo(writer.path, vclock.copy(), count, writer.offset)
 
 
 def write_snapshot(memtx_dir: str, instance_uuid: str, vclock: VClock, rows: Iterable, *,

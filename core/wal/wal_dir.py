@@ -6,6 +6,8 @@ Files follow wal.c: an xlog is created on the first write after start or rotatio
 is named by the vclock before its first row; `rotate()` (checkpoints) closes the current
 file only if it has rows; at `stop()` an empty xlog named by the final vclock is left
 when the current file has rows, so the next start finds its vclock without a scan.
+Each file is written by the one xlog writer (core/xlog/files.XlogWriter, through
+WalIO's system calls): the bytes, the early rename and the EOF marker are its.
 
 WalDir is the part of the writer state that lives on disk; WalWriter (writer.py)
 derives from it. Like the rest of that state it has one owner at a time (the WAL
@@ -13,63 +15,30 @@ thread, or tx writing inline), so nothing here locks.
 """
 from __future__ import annotations
 
-import errno
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import cast
 
 from spindle.core import log
 from spindle.core.iproto.errors import ClientError
 from spindle.core.vclock import VClock
 from spindle.core.xlog.files import (
-    INPROGRESS_SUFFIX, XlogReader, format_filename, list_files, read_meta,
+    XlogIO, XlogReader, XlogWriter, format_filename, list_files, read_meta,
 )
-from spindle.core.xlog.format import EOF_MARKER_BYTES, XLOG, XlogError, XlogMeta, encode_block
+from spindle.core.xlog.format import EOF_MARKER_BYTES, XLOG, XlogError, XlogMeta
 
 from .journal import JournalEntry
 
 XLOG_EXT = ".xlog"
 
 
-class WalIO:
-    """The system calls the WAL thread makes. Tests subclass it to count fsyncs or to
-    make writes fail (a full disk) and recover."""
-
-    def open_new(self, path: str) -> int:
-        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-
-    def write(self, fd: int, data: bytes) -> None:
-        written = os.write(fd, data)
-        if written < len(data):         # a short write: the rest, piece by piece
-            view = memoryview(data)[written:]
-            while view:
-                view = view[os.write(fd, view):]
+class WalIO(XlogIO):
+    """The system calls of the WAL's XlogWriter. Tests subclass it to count fsyncs or
+    to make writes fail (a full disk) and recover."""
 
     def fsync(self, fd: int) -> None:
+        # data only, as 2.6.0's WAL: the size a block adds is what fdatasync keeps
         os.fdatasync(fd)
-
-    def truncate(self, fd: int, size: int) -> None:
-        os.ftruncate(fd, size)
-        os.lseek(fd, size, os.SEEK_SET)
-
-    def close(self, fd: int) -> None:
-        os.close(fd)
-
-
-@dataclass
-class WalFile:
-    """The xlog being written: the next block goes at `offset`."""
-
-    path: str
-    fd: int
-    meta: XlogMeta
-    offset: int
-    header_size: int
-
-    @property
-    def has_rows(self) -> bool:
-        return self.offset > self.header_size
 
 
 class WalDir:
@@ -83,18 +52,17 @@ class WalDir:
     compress: bool
     io: WalIO
     _wal_vclock: VClock          # the vclock after the last row written
-    _file: WalFile | None
+    _file: XlogWriter | None
     _index: list[VClock]         # header vclocks of the xlogs in the dir, oldest first
 
-    def _cut_back(self, current: WalFile, start: int, exc: Exception,
+    def _cut_back(self, current: XlogWriter, start: int, exc: Exception,
                   entries: Iterable[JournalEntry]) -> None:
         """A write to `current` from offset `start` failed: log it and cut the file
         back to `start`, or leave the file for a new one if it cannot be cut."""
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
         log.error("%s: failed to write to disk: %s", current.path, reason)
         try:
-            self.io.truncate(current.fd, start)
-            current.offset = start
+            current.truncate(start)
         except OSError as cut_exc:
             # The tail cannot be cut: never append after it, start a new file.
             log.error("%s: failed to truncate: %s", current.path, cut_exc)
@@ -102,12 +70,7 @@ class WalDir:
         for entry in entries:
             entry.vclock = None
 
-    def _write_block(self, current: WalFile, data: bytes) -> None:
-        block = encode_block(data, compress=self.compress)
-        self.io.write(current.fd, block)
-        current.offset += len(block)
-
-    def _prepare_file(self) -> WalFile:
+    def _prepare_file(self) -> XlogWriter:
         """wal_opt_rotate(): close a full file, create the next one if none is open."""
         current = self._file
         if current is not None and current.offset >= self.max_size and current.has_rows:
@@ -117,48 +80,28 @@ class WalDir:
             current = self._file = self._create_file(self._wal_vclock)
         return current
 
-    def _create_file(self, vclock: VClock) -> WalFile:
+    def _create_file(self, vclock: VClock) -> XlogWriter:
         prev = self._index[-1].copy() if self._index else None
         meta = XlogMeta(XLOG, self.instance_uuid, vclock.copy(), prev)
-        path = os.path.join(self.wal_dir, format_filename(vclock.signature, XLOG_EXT))
-        if os.path.exists(path):
-            raise FileExistsError(errno.EEXIST, f"file '{path}' already exists", path)
-        tmp = path + INPROGRESS_SUFFIX
-        fd = self.io.open_new(tmp)
-        header = meta.encode()
-        try:
-            self.io.write(fd, header)
-            os.rename(tmp, path)
-        except BaseException:
-            self.io.close(fd)
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        current = XlogWriter.create(self.wal_dir, meta, compress=self.compress, io=self.io)
         self._index.append(vclock.copy())
-        return WalFile(path, fd, meta, len(header), header_size=len(header))
+        return current
 
     def _close_file(self) -> None:
+        """Seal the current file: its EOF marker, fsync (a WAL file exists only when
+        wal_mode is not 'none'), close. A failure is logged: the rows are written."""
         current, self._file = self._file, None
         if current is None:
             return
         try:
-            self.io.write(current.fd, EOF_MARKER_BYTES)
-            if self.mode != "none":
-                self.io.fsync(current.fd)
+            current.close()
         except OSError as exc:
             log.error("%s: failed to close: %s", current.path, exc)
-        finally:
-            self.io.close(current.fd)
 
     def _abandon_file(self) -> None:
         current, self._file = self._file, None
         if current is not None:
-            try:
-                self.io.close(current.fd)
-            except OSError:
-                pass
+            current.abandon()
 
     def _shutdown(self) -> None:
         current = self._file
@@ -216,7 +159,7 @@ class WalDir:
             index.append(meta.vclock)
         self._index = sorted(index, key=lambda clock: clock.signature)
 
-    def _open_current(self) -> WalFile | None:
+    def _open_current(self) -> XlogWriter | None:
         """Reopen the xlog named by the vclock for appending (wal_open): its EOF marker
         and any torn tail are cut so new blocks follow the last whole one. A file whose
         header cannot be read is renamed `.corrupted`, as 2.6.0 does."""
@@ -229,7 +172,7 @@ class WalDir:
                 for _ in reader.blocks():
                     pass
                 end = reader.position - (len(EOF_MARKER_BYTES) if reader.eof_marker else 0)
-                meta, header_size = reader.meta, reader.header_size
+                meta = reader.meta
             if meta.instance_uuid != self.instance_uuid:
                 raise XlogError(f"{path}: invalid instance UUID")
         except (XlogError, ClientError) as exc:
@@ -238,10 +181,5 @@ class WalDir:
             os.rename(path, path + ".corrupted")
             self._index = [c for c in self._index if c.signature != self._wal_vclock.signature]
             return None
-        fd = os.open(path, os.O_RDWR)
-        try:
-            self.io.truncate(fd, end)
-        except BaseException:
-            os.close(fd)
-            raise
-        return WalFile(path, fd, meta, end, header_size=header_size)
+        return XlogWriter.open_for_append(path, valid_size=end, compress=self.compress,
+                                          io=self.io)

@@ -50,10 +50,10 @@ from spindle.core import log
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
 from spindle.core.iproto.xrow import XRow
 from spindle.core.vclock import VClock
-from spindle.core.xlog.format import AUTOCOMMIT_THRESHOLD, FIXHEADER_SIZE, encode_block
+from spindle.core.xlog.files import XlogWriter
 
 from .journal import JournalEntry, assign_lsn, sign_entry
-from .wal_dir import WalDir, WalFile, WalIO
+from .wal_dir import WalDir, WalIO
 
 MODES = ("none", "write", "fsync")
 DEFAULT_MAX_SIZE = 256 * 1024 * 1024
@@ -102,7 +102,7 @@ class WalWriter(WalDir):
         self._stopped = False
         # writer-thread state
         self._wal_vclock = vclock.copy()
-        self._file: WalFile | None = None
+        self._file: XlogWriter | None = None
         self._in_rollback = False
         self._index: list[VClock] = []   # header vclocks of the xlogs in the dir
         self._queue: collections.deque = collections.deque()
@@ -313,9 +313,7 @@ class WalWriter(WalDir):
         try:
             data = sign_entry(entry, self._wal_vclock, time.time())
             if data is not None:
-                block = encode_block(data, compress=self.compress)
-                self.io.write(current.fd, block)
-                current.offset = start + len(block)
+                current.write_block(data)
                 assert entry.vclock is not None   # (sign_entry set it with the bytes)
                 self._wal_vclock = entry.vclock
         except Exception as exc:
@@ -531,35 +529,28 @@ class WalWriter(WalDir):
                 if data is not None:
                     assert entry.vclock is not None   # (sign_entry set it with the bytes)
                     vclock = entry.vclock
-                    self._write_block(current, data)
+                    current.write_block(data)
             else:
                 vclock = self._write_entries_in_blocks(current, entries, vclock, now)
             if self.mode == "fsync" and current.offset != start:
-                self.io.fsync(current.fd)
+                current.sync()
         except Exception as exc:
             self._cut_back(current, start, exc, entries)
             raise
         return vclock
 
-    def _write_entries_in_blocks(self, current: WalFile, entries: list[JournalEntry],
+    def _write_entries_in_blocks(self, current: XlogWriter, entries: list[JournalEntry],
                                  vclock: VClock, now: float) -> VClock:
         """Sign and write the entries, a block whenever 128 KiB are buffered (at an
-        entry's end); returns the vclock after the last one written."""
-        chunks: list[bytes] = []
-        buffered = 0
+        entry's end: the writer's add_data); returns the vclock after the last one."""
         for entry in entries:
             data = sign_entry(entry, vclock, now)
             if data is None:
                 continue
             assert entry.vclock is not None   # (sign_entry set it with the bytes)
             vclock = entry.vclock
-            chunks.append(data)
-            buffered += len(data)
-            if FIXHEADER_SIZE + buffered >= AUTOCOMMIT_THRESHOLD:
-                self._write_block(current, b"".join(chunks))
-                chunks, buffered = [], 0
-        if chunks:
-            self._write_block(current, b"".join(chunks))
+            current.add_data(data)
+        current.flush()
         return vclock
 
 

@@ -13,6 +13,9 @@ Outcomes of decoding, which recovery must tell apart:
   mismatch, bad zstd, undecodable row). Fatal in 2.6.0 unless force_recovery.
 * `DataAfterEof`: bytes follow the EOF marker.
 * `XlogHeaderError`: the text header is unusable.
+
+`BlockStream` is the one decoding loop: files/XlogReader feeds it what it reads
+(every reader of files goes through that), `decode_file` a whole image.
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ import re
 import struct
 import threading
 import uuid as uuid_module
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import zstandard
@@ -148,7 +151,27 @@ def zstd_compress(data: bytes) -> bytes:
 
 
 def zstd_decompress(data: bytes) -> bytes:
-    """Decompress every frame in `data`; a cut or bad frame raises ValueError."""
+    """Decompress every frame in `data`; a cut or bad frame raises ValueError.
+
+    A block is one whole frame: that is decompressed with a context kept per
+    thread (making one per block costs a fifth of the decompression); anything
+    else (several frames, a cut or damaged one) goes the general way below,
+    which gives its answer or error."""
+    dctx = getattr(_local, "dctx", None)
+    if dctx is None:
+        dctx = _local.dctx = zstandard.ZstdDecompressor()
+    dobj = dctx.decompressobj()
+    try:
+        whole = dobj.decompress(data)
+    except zstandard.ZstdError:
+        pass
+    else:
+        if dobj.eof and not dobj.unused_data:
+            return whole
+    return _zstd_decompress_frames(data)
+
+
+def _zstd_decompress_frames(data: bytes) -> bytes:
     out = []
     remaining = bytes(data)
     while remaining:
@@ -417,11 +440,15 @@ def decode_fixheader(buf: bytes | bytearray, pos: int = 0, *,
 
 
 def decode_block(buf: bytes | bytearray, pos: int = 0, *, base_offset: int = 0,
-                 with_rows: bool = True) -> Block | NeedMore | EofMarker:
+                 with_rows: bool = True, check: bool = True,
+                 payload: bool = True) -> Block | NeedMore | EofMarker:
     """Decode the block (or EOF marker) at `pos`.
 
     `base_offset` is the file offset of `buf[0]`, so errors and results carry
     file offsets. Returns NeedMore when the block is not complete in `buf`.
+    `check=False` skips the CRC and `payload=False` the payload (the block's
+    data is then b"", its rows []): a reader that only wants where blocks are
+    (Spark's planner) pays for the fixheaders alone.
     """
     offset = base_offset + pos
     available = len(buf) - pos
@@ -435,8 +462,12 @@ def decode_block(buf: bytes | bytearray, pos: int = 0, *, base_offset: int = 0,
     size = FIXHEADER_SIZE + fixheader.length
     if available < size:
         return NeedMore(offset, available, size)
-    stored = bytes(buf[pos + FIXHEADER_SIZE:pos + size])
-    if crc32c(stored) != fixheader.crc32c:
+    if not payload:
+        return Block(offset, size, fixheader, b"", [])
+    stored = buf[pos + FIXHEADER_SIZE:pos + size]
+    if type(stored) is not bytes:     # (a slice of bytes is bytes: no second copy)
+        stored = bytes(stored)
+    if check and crc32c(stored) != fixheader.crc32c:
         raise CorruptBlock(offset, "tx checksum mismatch")
     if fixheader.compressed:
         try:
@@ -528,10 +559,14 @@ class BlockStream:
     """
 
     def __init__(self, base_offset: int = 0, *, with_rows: bool = True):
-        self._buf = bytearray()
+        self._buf: bytes | bytearray = b""
         self._pos = 0
         self._base = base_offset
-        self._with_rows = with_rows
+        # how blocks are decoded (decode_block's flags); a reader may change
+        # them between blocks (XlogReader.raw_blocks)
+        self.with_rows = with_rows
+        self.check = True
+        self.payload = True
         self.eof: EofMarker | None = None
 
     @property
@@ -544,11 +579,16 @@ class BlockStream:
         return len(self._buf) - self._pos
 
     def feed(self, data: bytes) -> None:
-        if self._pos and self._pos >= len(self._buf) // 2:
-            del self._buf[:self._pos]
-            self._base += self._pos
-            self._pos = 0
-        self._buf += data
+        buf = self._buf
+        if self._pos >= len(buf):
+            # All consumed (the usual case between whole chunks of a file): the
+            # new bytes become the buffer as they are, no copy.
+            self._base += len(buf)
+            self._buf, self._pos = data, 0
+            return
+        # A block cut by the end of the last chunk: its start joins the new bytes.
+        self._base += self._pos
+        self._buf, self._pos = bytes(buf[self._pos:]) + data, 0
 
     def next(self) -> Block | NeedMore | EofMarker:
         if self.eof is not None:
@@ -556,7 +596,8 @@ class BlockStream:
                 raise DataAfterEof(self.eof.offset)
             return self.eof
         result = decode_block(self._buf, self._pos, base_offset=self._base,
-                              with_rows=self._with_rows)
+                              with_rows=self.with_rows, check=self.check,
+                              payload=self.payload)
         if isinstance(result, Block):
             self._pos += result.size
         elif isinstance(result, EofMarker):
@@ -598,14 +639,18 @@ class XlogContents:
 
 
 def decode_file(data: bytes, *, with_rows: bool = True) -> XlogContents:
-    """Decode a complete file image. Raises XlogHeaderError, CorruptBlock or
-    DataAfterEof; a missing EOF marker and a torn tail are reported, not raised."""
+    """Decode a complete file image (tests, tools) with BlockStream, as readers do.
+    Raises XlogHeaderError, CorruptBlock or DataAfterEof; a missing EOF marker and a
+    torn tail are reported, not raised."""
     parsed = parse_meta(data)
     if parsed is None:
         raise XlogHeaderError("Unexpected end of file")
     meta, pos = parsed
+    stream = BlockStream(pos, with_rows=with_rows)
+    stream.feed(data[pos:])
     blocks: list[Block] = []
-    for item in iter_blocks(data, pos, with_rows=with_rows):
+    while True:
+        item = stream.next()
         if isinstance(item, Block):
             blocks.append(item)
         elif isinstance(item, EofMarker):
@@ -613,22 +658,6 @@ def decode_file(data: bytes, *, with_rows: bool = True) -> XlogContents:
         else:
             torn = item if item.available else None
             return XlogContents(meta, pos, blocks, None, torn)
-    raise AssertionError("iter_blocks ends with a marker or NeedMore")
-
-
-def iter_blocks(data: bytes, pos: int, *, with_rows: bool = True,
-                ) -> Iterator[Block | EofMarker | NeedMore]:
-    """Blocks of a complete buffer from `pos`; ends with EofMarker or NeedMore."""
-    while True:
-        item = decode_block(data, pos, with_rows=with_rows)
-        if isinstance(item, EofMarker) and pos + MARKER_SIZE < len(data):
-            raise DataAfterEof(item.offset)
-        yield item
-        if isinstance(item, EofMarker):
-            return
-        if isinstance(item, NeedMore):
-            return
-        pos += item.size
 
 
 def encode_file(meta: XlogMeta, transactions: Iterable[Iterable[XRow]], *,

@@ -38,7 +38,7 @@ from spindle.core.xlog.files import SyncPolicy, XlogWriter
 from spindle.spark_ext.mirror import compact, mirror_dataframe
 from spindle.spark_ext.plan import plan_tasks
 from spindle.spark_ext.pruning import pruned_sql
-from spindle.spark_ext.scan import EOF, TORN, XlogFile, read_block, scan
+from spindle.spark_ext.scan import open_file, payloads, scan
 
 UUID = "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb"
 
@@ -75,17 +75,11 @@ def generate(data_dir: str, rows: int, files: int) -> None:
 def msgpack_loop(data_dir: str) -> int:
     rows = 0
     for name in sorted(os.listdir(data_dir)):
-        with XlogFile(os.path.join(data_dir, name)) as xf:
-            pos = xf.header_size
-            while True:
-                block = read_block(xf, pos)
-                if block in (EOF, TORN):
-                    break
-                data, size, _ = block
+        with open_file(os.path.join(data_dir, name)) as reader:
+            for _, _, data in payloads(reader):
                 unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
                 unpacker.feed(data)
                 rows += sum(1 for _ in unpacker) // 2
-                pos += size
     return rows
 
 

@@ -20,9 +20,8 @@ def instance_uuid(wal_dir: str) -> str | None:
     files = discover(wal_dir, "xlog")
     if not files:
         return None
-    from spindle.spark_ext.scan import XlogFile
-    with XlogFile(files[-1].path) as xf:
-        return xf.meta.instance_uuid
+    from spindle.core.xlog.files import read_meta
+    return read_meta(files[-1].path).instance_uuid
 
 
 def cluster_ids(frames) -> dict[str, int]:

@@ -384,12 +384,14 @@ def _zstd_outcome(decompress, data):
 
 
 def test_block_decompression_agrees_with_the_general_one():
-    """The scan's decompressor (one reused context) gives zstd_decompress's
-    bytes, and its errors, for every shape of payload."""
+    """The readers' decompressor (one reused context for a block's one frame)
+    gives the general frame-by-frame decompression's bytes, and its errors, for
+    every shape of payload."""
     import zstandard
 
-    from spindle.core.xlog.format import zstd_compress, zstd_decompress
-    from spindle.spark_ext.scan import _decompress
+    from spindle.core.xlog.format import _zstd_decompress_frames, zstd_compress
+    from spindle.core.xlog.format import zstd_decompress as _decompress
+    zstd_decompress = _zstd_decompress_frames
     one = zstd_compress(b"row" * 5000)
     other = zstd_compress(b"other rows")
     with_size = zstandard.ZstdCompressor().compress(b"content size in the frame")

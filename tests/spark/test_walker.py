@@ -15,9 +15,7 @@ from hypothesis import strategies as st
 from spindle.spark_ext import walked, walker
 from spindle.spark_ext.plan import plan_tasks
 from spindle.spark_ext.rows import ARROW_SCHEMA, COLUMN_NAMES, RowFilter
-from spindle.spark_ext.scan import (
-    EOF, ROW_ERRORS, TORN, RowError, Scan, XlogFile, iter_rows, read_block,
-)
+from spindle.spark_ext.scan import ROW_ERRORS, RowError, Scan, iter_rows, open_file, payloads
 
 from . import transcripts as tr
 
@@ -59,15 +57,8 @@ def assert_same(payloads, monkeypatch) -> None:
 
 
 def file_payloads(path) -> list[bytes]:
-    payloads = []
-    with XlogFile(str(path)) as xf:
-        pos = xf.header_size
-        while True:
-            block = read_block(xf, pos)
-            if block in (EOF, TORN):
-                return payloads
-            payloads.append(block[0])
-            pos += block[1]
+    with open_file(str(path)) as reader:
+        return [data for _, _, data in payloads(reader)]
 
 
 @pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")

@@ -20,7 +20,6 @@ from spindle.core.iproto.request import decode_dml_body, encode_dml_body
 from spindle.core.iproto.xrow import XRow
 from spindle.core.xlog.format import decode_file
 from spindle.core.vclock import VClock
-from spindle.core.wal import checkpoint
 from spindle.core.wal.checkpoint import Checkpointer, CheckpointSchedule, write_snapshot, \
     write_snapshot_file
 from spindle.core.wal.gc import (
@@ -28,6 +27,7 @@ from spindle.core.wal.gc import (
 )
 from spindle.core.wal.recovery import recover
 from spindle.core.wal.writer import WalWriter
+from spindle.core.xlog import files as xlog_files
 from spindle.core.xlog.files import list_files, read_meta
 
 pytestmark = pytest.mark.usefixtures("collector_paused")   # see tests/conftest.py
@@ -332,13 +332,14 @@ def test_million_row_snapshot_keeps_the_loop_running(tmp_path, monkeypatch):
     deschedules any thread for as long as it likes)."""
     sched = Scheduler()
     state: dict = {"blocks": 0, "seen at ticks": []}
-    encode_block = checkpoint.encode_block
+    # (the snapshot's blocks are the xlog writer's)
+    encode_block = xlog_files.encode_block
 
     def counted_encode_block(data, **kwargs):
         state["blocks"] += 1
         return encode_block(data, **kwargs)
 
-    monkeypatch.setattr(checkpoint, "encode_block", counted_encode_block)
+    monkeypatch.setattr(xlog_files, "encode_block", counted_encode_block)
 
     def rows():
         state["rows made in"] = threading.current_thread().name

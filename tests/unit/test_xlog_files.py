@@ -13,11 +13,11 @@ from spindle.core.iproto.request import encode_dml_body, encode_snapshot_body, s
 from spindle.core.iproto.xrow import XRow
 from spindle.core.xlog.format import (
     AUTOCOMMIT_THRESHOLD, EOF_MARKER_BYTES, FIXHEADER_SIZE, CorruptBlock, DataAfterEof,
-    XlogError, XlogHeaderError, XlogMeta, decode_file,
+    XlogError, XlogHeaderError, XlogMeta, decode_file, encode_rows,
 )
 from spindle.core.vclock import VClock
 from spindle.core.xlog.files import (
-    INPROGRESS_SUFFIX, SyncPolicy, XlogReader, XlogWriter, format_filename, list_files,
+    INPROGRESS_SUFFIX, SyncPolicy, XlogIO, XlogReader, XlogWriter, format_filename, list_files,
     list_inprogress, parse_filename, read_meta, remove_inprogress,
 )
 
@@ -352,3 +352,112 @@ def test_flipped_byte_never_escapes_as_another_error(where, mask, force):
             assert all(isinstance(e, CorruptBlock) for e in info.skipped)
     else:
         assert outcome in ("XlogHeaderError", "CorruptBlock", "DataAfterEof")
+
+
+# ----------------------------------------------------- the one writer, the one reader
+
+class CountingIO(XlogIO):
+    def __init__(self):
+        self.calls: list[str] = []
+
+    def write(self, fd, data):
+        self.calls.append("eof" if data == EOF_MARKER_BYTES else "write")
+        super().write(fd, data)
+
+    def fsync(self, fd):
+        self.calls.append("fsync")
+        super().fsync(fd)
+
+    def truncate(self, fd, size):
+        self.calls.append(f"truncate {size}")
+        super().truncate(fd, size)
+
+
+def test_writer_system_calls_go_through_its_io(tmp_path):
+    io = CountingIO()
+    writer = XlogWriter.create(str(tmp_path), xlog_meta({1: 5}), io=io)
+    assert not writer.has_rows
+    start = writer.offset
+    writer.write_block(encode_rows(tx(6)))
+    assert writer.has_rows
+    writer.truncate(start)          # a failed batch is cut back
+    assert not writer.has_rows and os.path.getsize(writer.path) == start
+    writer.add_data(encode_rows(tx(6)))
+    writer.close()
+    assert io.calls == ["write", "write", f"truncate {start}", "write", "eof", "fsync"]
+    assert [r.lsn for r in decode_file(Path(writer.path).read_bytes()).rows] == [6]
+
+
+def test_a_snapshot_may_write_over_an_inprogress_leftover(tmp_path):
+    leftover = tmp_path / ("00000000000000000003.snap" + INPROGRESS_SUFFIX)
+    leftover.write_bytes(b"junk of a crashed checkpoint")
+    with pytest.raises(FileExistsError):
+        XlogWriter.create_snapshot(str(tmp_path), UUID1, VClock({1: 3}))
+    writer = XlogWriter.create_snapshot(str(tmp_path), UUID1, VClock({1: 3}), exclusive=False,
+                                        sync="never")
+    writer.write_tx(tx(1))
+    writer.close()
+    assert not leftover.exists()
+    assert [r.lsn for r in decode_file(Path(writer.path).read_bytes()).rows] == [1]
+
+
+def test_abandon_closes_without_eof_marker(tmp_path):
+    writer = XlogWriter.create(str(tmp_path), xlog_meta({1: 5}), sync=SyncPolicy.NEVER)
+    writer.write_tx(tx(6))
+    writer.abandon()
+    contents = decode_file(Path(writer.path).read_bytes())
+    assert contents.eof_offset is None and [r.lsn for r in contents.rows] == [6]
+
+
+def _three_blocks(tmp_path) -> tuple[str, list[int]]:
+    writer = XlogWriter.create(str(tmp_path), xlog_meta({1: 0}), sync=SyncPolicy.NEVER)
+    offsets = []
+    for lsn in (1, 2, 3):
+        offsets.append(writer.offset)
+        writer.write_tx(tx(lsn))
+    offsets.append(writer.offset)
+    writer.close()
+    return writer.path, offsets
+
+
+def test_reader_reads_a_range_of_blocks(tmp_path):
+    path, offsets = _three_blocks(tmp_path)
+    with XlogReader(path, start=offsets[1], end=offsets[2]) as reader:
+        assert [r.lsn for r in reader.rows()] == [2]
+        # the range ends at a block boundary: no torn tail, no EOF marker
+        assert reader.torn_tail is None and not reader.eof_marker
+    with XlogReader(path, start=offsets[1]) as reader:
+        assert [r.lsn for r in reader.rows()] == [2, 3] and reader.eof_marker
+    with XlogReader(path, end=offsets[1] + 5) as reader:
+        assert [r.lsn for r in reader.rows()] == [1]
+        assert reader.torn_tail is not None and reader.torn_tail.offset == offsets[1]
+
+
+def test_reader_raw_view(tmp_path):
+    path, offsets = _three_blocks(tmp_path)
+    with XlogReader(path) as reader:
+        raw = list(reader.raw_blocks())
+        assert [b.offset for b in raw] == offsets[:3] and all(not b.rows for b in raw)
+        assert all(b.data for b in raw)
+    data = bytearray(Path(path).read_bytes())
+    data[offsets[1] + FIXHEADER_SIZE + 2] ^= 0xFF     # a CRC mismatch in the second block
+    Path(path).write_bytes(bytes(data))
+    with XlogReader(path) as reader:
+        # where blocks are, neither checked nor decompressed
+        where = [(b.offset, b.size, b.data) for b in reader.raw_blocks(check=False,
+                                                                       payload=False)]
+        assert where == [(a, b - a, b"") for a, b in zip(offsets, offsets[1:])]
+    with XlogReader(path) as reader, pytest.raises(CorruptBlock):
+        list(reader.raw_blocks())
+
+
+def test_reader_without_growth_stops_at_the_size_it_saw(tmp_path):
+    writer = XlogWriter.create(str(tmp_path), xlog_meta({1: 0}), sync=SyncPolicy.NEVER)
+    writer.write_tx(tx(1))
+    fixed = XlogReader(writer.path, grow=False)
+    following = XlogReader(writer.path)
+    writer.write_tx(tx(2))
+    writer.close()
+    with fixed, following:
+        assert [r.lsn for r in fixed.rows()] == [1] and not fixed.eof_marker
+        assert [r.lsn for r in following.rows()] == [1, 2] and following.eof_marker
