@@ -229,6 +229,7 @@ print('dropped', c.space.later)
 local events = {}
 local c2 = net.connect('u:p@' .. addr, {wait_connected = false})
 print('c2', c2.state)
+try('early async', c2.call, c2, 'echo', {1}, {is_async = true})
 local function on_connect(x) table.insert(events, 'connect:' .. x.state) end
 c2:on_connect(on_connect)
 c2:on_disconnect(function(x) table.insert(events, 'disconnect:' .. x.state) end)

@@ -71,10 +71,9 @@ class LinkError(Exception):
 
 def state_error(code: int | None, message: str | None) -> BoxError:
     """box.error.new({code = code, reason = message}) of 2.6.0: a ClientError with
-    that code and message (the code's own message when there is none)."""
-    if message is None:
-        return ClientError(code if code is not None else ErrorCode.ER_NO_CONNECTION)
-    return BoxError(message, code if code is not None else ErrorCode.ER_NO_CONNECTION)
+    that code and message (an empty one when there is none: a request before the
+    connection got anywhere)."""
+    return BoxError(message or "", code if code is not None else ErrorCode.ER_NO_CONNECTION)
 
 
 def encode_request(request_type: int, sync: int, body: bytes) -> bytes:
