@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from spindle.core.box.field_types import is_compatible
-from spindle.core.box.index import DupMode, Index, TreeIndex, replace_check_dup
+from spindle.core.box.index import DupMode, TreeIndex, replace_check_dup
 from spindle.core.box.index_multikey import MultikeyTreeIndex
 from spindle.core.iproto.errors import ClientError, ErrorCode
 
@@ -244,6 +244,3 @@ def _as_array(value: Any) -> list | None:
         return []
     return None
 
-
-def make_func_index(space: Any, index_def: Any, pk_def: Any = None) -> Index:
-    return FuncTreeIndex(space, index_def, pk_def)
