@@ -74,15 +74,27 @@ def bootstrap_master(box: Box, replicaset_uuid: str, memtx_dir: str) -> VClock:
     box.load_bootstrap_rows()
     replica_id = 1
     box_register_replica(box, replica_id, instance_uuid)
+    if (box.cfg.get("election_mode") or "off") != "off":
+        # 2.6.1+ registers only itself ("replication: do not register outgoing
+        # connections"): the others register when they join. With election that
+        # matters: the election quorum is clamped to the registered count, so the
+        # first node elects itself alone and can let the others in.
+        return _bootstrap_checkpoint(box, replicaset_uuid, memtx_dir)
     for replica in box.replicaset.replicas():
         if replica.uuid == instance_uuid or replica.applier is None:
             continue
         assert replica.uuid is not None   # (replicas() are those keyed by a UUID)
         replica_id += 1
         box_register_replica(box, replica_id, replica.uuid)
+    return _bootstrap_checkpoint(box, replicaset_uuid, memtx_dir)
+
+
+def _bootstrap_checkpoint(box: Box, replicaset_uuid: str, memtx_dir: str) -> VClock:
+    """The replica set UUID into `_schema`, and the first checkpoint at vclock {}."""
+    assert box.instance_uuid is not None
     box.engine.space(SCHEMA_ID).replace(["cluster", replicaset_uuid])
     vclock = VClock()
-    write_snapshot(memtx_dir, instance_uuid, vclock, box.read_view(), sched=box.sched)
+    write_snapshot(memtx_dir, box.instance_uuid, vclock, box.read_view(), sched=box.sched)
     return vclock
 
 

@@ -98,6 +98,7 @@ class Node:
         self.cfg = dict(cfg or {})
         self.extra_lua = extra_lua
         self.preexec_fn: Callable[[], Any] | None = None   # run in the child before exec
+        self.binary: str | None = None     # another build than `kind` says (2.6.3)
         self.proc: subprocess.Popen | None = None
         self._conn: tarantool.Connection | None = None
         self._log = None
@@ -121,7 +122,7 @@ class Node:
 
     def start(self, wait: bool = True) -> "Node":
         (self.workdir / "init.lua").write_text(self.script())
-        binary = SPINDLE if self.kind == "spindle" else tarantool_path()
+        binary = self.binary or (SPINDLE if self.kind == "spindle" else tarantool_path())
         self._log = open(self.workdir / "output.log", "ab")
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen([binary, "init.lua"], cwd=self.workdir,

@@ -1,0 +1,87 @@
+"""Replica sets that elect their leader (election_mode = 'candidate'), for the
+integration and interop tests: Spindle nodes, and Tarantool 2.6.3 nodes (the
+first release line with leader election) from ../shared/oracle/tarantool-2.6.3 or
+$TARANTOOL_2_6_3.
+
+The nodes replicate as guest, as Tarantool's own election tests do: whoever is
+elected first grants guest `super` in a box.once (a node that is not the leader
+waits in it until it is writable, as box.once does), and the grant replicates.
+Every wait is a condition with a deadline; nothing is asserted on time.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from .cluster import Cluster, Node, wait_for
+
+ORACLE_2_6_3 = Path(__file__).resolve().parents[3] / "shared" / "oracle" / "tarantool-2.6.3"
+
+_GRANT = "box.once('election_test', function() box.schema.user.grant('guest', 'super') end)"
+
+
+def tarantool_2_6_3() -> str:
+    path = os.environ.get("TARANTOOL_2_6_3") or str(ORACLE_2_6_3)
+    if not os.access(path, os.X_OK):
+        pytest.skip(f"Tarantool 2.6.3 is not at {path} (set TARANTOOL_2_6_3)")
+    return path
+
+
+def election_cfg(uris: list[str], mode: str = "candidate", **extra) -> dict:
+    cfg = {
+        "replication": uris,
+        "replication_timeout": 0.25,
+        "replication_connect_quorum": len(uris),
+        "replication_synchro_quorum": 2,
+        "replication_synchro_timeout": 5,
+        "election_mode": mode,
+        "election_timeout": 1,
+    }
+    cfg.update(extra)
+    return cfg
+
+
+def add_nodes(cluster: Cluster, kinds: list[str], modes: list[str] | None = None,
+              **extra) -> list[Node]:
+    """One node per kind ('spindle' or 'tarantool-2.6.3'), in a full mesh."""
+    nodes = [cluster.add("spindle" if kind == "spindle" else "tarantool", f"n{i + 1}",
+                         extra_lua=_GRANT)
+             for i, kind in enumerate(kinds)]
+    uris = [node.uri for node in nodes]
+    for node, kind, mode in zip(nodes, kinds, modes or ["candidate"] * len(nodes)):
+        node.cfg = election_cfg(uris, mode, **extra)
+        if kind != "spindle":
+            node.binary = tarantool_2_6_3()
+    return nodes
+
+
+def election(node: Node) -> dict:
+    return node.eval("return box.info.election")
+
+
+def agreed_leader(nodes: list[Node]) -> Node | None:
+    """The node every one of `nodes` names as the leader of one same term, that
+    itself is in state leader; None while they do not agree."""
+    states = [election(node) for node in nodes]
+    leaders = {state["leader"] for state in states}
+    terms = {state["term"] for state in states}
+    if len(leaders) != 1 or len(terms) != 1 or 0 in leaders:
+        return None
+    leader_id = leaders.pop()
+    for node, state in zip(nodes, states):
+        if node.info("id") == leader_id:
+            return node if state["state"] == "leader" else None
+    return None
+
+
+def wait_leader(nodes: list[Node], timeout: float = 60.0) -> Node:
+    return wait_for(lambda: agreed_leader(nodes), timeout, "one leader agreed by all")
+
+
+def start_all(nodes: list[Node]) -> None:
+    for node in nodes:
+        node.start(wait=False)
+    for node in nodes:
+        node.wait_ready()

@@ -1,0 +1,67 @@
+"""Leader election between Spindle nodes (real processes on loopback): a replica
+set of candidates elects one leader all of them name, a new one when the leader is
+killed, and the old leader comes back as a follower; a voter is never elected; with
+election off, nothing of it reaches a Tarantool 2.6.0 replica."""
+from __future__ import annotations
+
+from .cluster import Cluster, wait_caught_up, wait_for
+from .election import add_nodes, agreed_leader, election, start_all, wait_leader
+
+
+def _writes_through(leader, followers, key):
+    leader.eval("box.schema.space.create('t', {if_not_exists = true})"
+                ":create_index('pk', {if_not_exists = true})")
+    leader.eval("box.space.t:replace{...}", key)
+    for follower in followers:
+        wait_caught_up(follower, leader)
+        assert follower.eval("return box.space.t:get(...) ~= nil", key)
+        assert follower.eval("return box.info.ro") is True
+
+
+def test_three_candidates_elect_one_leader_and_fail_over(tmp_path):
+    with Cluster(tmp_path) as cluster:
+        nodes = add_nodes(cluster, ["spindle"] * 3)
+        start_all(nodes)
+        leader = wait_leader(nodes)
+        assert leader.eval("return box.info.ro") is False
+        followers = [node for node in nodes if node is not leader]
+        for follower in followers:
+            assert election(follower)["state"] == "follower"
+        _writes_through(leader, followers, 1)
+        old_term = election(leader)["term"]
+
+        leader.kill()
+        new_leader = wait_leader(followers)
+        assert election(new_leader)["term"] > old_term
+        others = [node for node in followers if node is not new_leader]
+        _writes_through(new_leader, others, 2)
+
+        leader.start(wait=False)
+        leader.wait_ready()
+        wait_for(lambda: agreed_leader(nodes) is new_leader, 60,
+                 "the old leader to follow the new one")
+        assert election(leader)["state"] == "follower"
+        _writes_through(new_leader, [leader] + others, 3)
+
+
+def test_a_voter_is_never_elected(tmp_path):
+    with Cluster(tmp_path) as cluster:
+        nodes = add_nodes(cluster, ["spindle"] * 3)
+        start_all(nodes)
+        leader = wait_leader(nodes)
+        voters = [node for node in nodes if node is not leader]
+        for node in voters:
+            node.eval("box.cfg{election_mode = 'voter'}")
+        leader_id = leader.info("id")
+        leader.kill()
+        # without a candidate nobody is elected (a voter keeps no death timer:
+        # the leader it knows stays known until someone starts a term)
+        wait_for(lambda: all(node.upstream_status(leader_id) != "follow" for node in voters),
+                 60, "the voters to lose the leader's connection")
+        for node in voters:
+            state = election(node)
+            assert state["state"] == "follower" and state["leader"] == leader_id
+            assert node.eval("return box.info.ro") is True
+        # one of them a candidate again: it is elected, with the other's vote
+        voters[0].eval("box.cfg{election_mode = 'candidate'}")
+        assert wait_leader(voters) is voters[0]
