@@ -78,6 +78,64 @@ end
 """
 
 
+# require() as LuaJIT's (lib_package.c) does it, written in Lua so that a module's
+# body runs as a Lua call: it may yield (fiber.sleep, a DDL waiting for the WAL, a
+# socket read), as it may in 2.6.0, where a fiber is a C stack; LuaJIT's C require
+# is a boundary no coroutine yield crosses. Same lookups, sentinel, messages (at
+# level 2: luaL_error names the position of require's caller).
+_REQUIRE = r"""
+local type, error, tostring, rawget, newproxy = type, error, tostring, rawget, newproxy
+local format = string.format
+local loaded = package.loaded
+local sentinel = newproxy()
+
+function require(name)
+    if type(name) ~= 'string' and type(name) ~= 'number' then
+        -- (luaL_argerror names the function as its caller called it: '?' from pcall)
+        local called = debug.getinfo(1, 'n').name or '?'
+        error(format("bad argument #1 to '%s' (string expected, got %s)", called,
+                     name == nil and 'no value' or type(name)), 2)
+    end
+    name = tostring(name)
+    local found = loaded[name]
+    if found then
+        if found == sentinel then
+            error(format("loop or previous error loading module '%s'", name), 2)
+        end
+        return found
+    end
+    local loaders = package.loaders
+    if type(loaders) ~= 'table' then
+        error("'package.loaders' must be a table", 2)
+    end
+    local tried, loader, i = '', nil, 1
+    while true do
+        local search = rawget(loaders, i)
+        if search == nil then
+            error(format("module '%s' not found:%s", name, tried), 2)
+        end
+        local result = search(name)
+        if type(result) == 'function' then
+            loader = result
+            break
+        elseif type(result) == 'string' or type(result) == 'number' then
+            tried = tried .. result
+        end
+        i = i + 1
+    end
+    loaded[name] = sentinel
+    local value = loader(name)
+    if value ~= nil then
+        loaded[name] = value
+    end
+    if loaded[name] == sentinel then
+        loaded[name] = true
+    end
+    return loaded[name]
+end
+"""
+
+
 def _defaults() -> tuple[str, str]:
     home = os.environ.get("HOME", "")
     arch = f"{platform.machine()}-linux-gnu"
@@ -109,3 +167,4 @@ def install(runtime) -> None:
     package.cpath = _from_env("LUA_CPATH", cpath).encode("utf-8", "surrogateescape")
     runtime.load(_LOADER, "=package")(runtime.bridge(lambda: os.getcwd().encode(
         "utf-8", "surrogateescape"), convert_args=False))
+    runtime.load(_REQUIRE, "=require")()
