@@ -65,8 +65,19 @@ end
 
 local encoders = {}
 function encoders.ping() return '' end
+-- {FUNCTION_NAME = name, TUPLE = args}: the part up to the arguments kept per name
+-- (a program calls few functions, many times)
+local call_heads, call_heads_count = {}, 0
 function encoders.call(name, args)
-    return '\x82\x22' .. encode(name) .. '\x21' .. encode(args)
+    local head = call_heads[name]
+    if head == nil then
+        head = '\x82\x22' .. encode(name) .. '\x21'
+        if call_heads_count >= 1000 then
+            call_heads, call_heads_count = {}, 0
+        end
+        call_heads[name], call_heads_count = head, call_heads_count + 1
+    end
+    return head .. encode(args)
 end
 function encoders.eval(expr, args)
     return '\x82\x27' .. encode(expr) .. '\x21' .. encode(args)

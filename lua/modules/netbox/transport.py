@@ -341,9 +341,7 @@ class Transport:
         frames = self.frames
         assert frames is not None
         try:
-            packet = frames.next_buffered()
-            if packet is None:
-                packet = frames.read_packet()
+            packet = frames.read_packet()
         except (EOFError, SocketError):
             packet = None
         except PacketError as exc:
