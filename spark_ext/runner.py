@@ -215,6 +215,7 @@ class SparkRunner:
         self.jobs: dict[int, Job] = {}
         self._ids = itertools.count(1)
         self._group_prefix = f"spindle-{os.getpid()}-{id(self):x}"
+        self._report_lock = threading.Lock()  # one progress report at a time
         self._lock = threading.Lock()        # guards the fields below (all threads)
         self._spark = None
         self._session_future: Future | None = None
@@ -527,19 +528,23 @@ class SparkRunner:
         self._report(snapshot)
 
     def _report(self, snapshot: list[JobProgress]) -> None:
-        with self._lock:
-            # A job that ended, or that no one waits for any more, while this
-            # snapshot was taken is not drawn again.
-            snapshot = [p for p in snapshot if p.job_id in self._live
-                        and p.job_id in self._watched]
-            if not snapshot and not self._drawn:
-                return
-            self._drawn = snapshot
-        for hook in list(self.progress_hooks):
-            try:
-                hook(snapshot)
-            except Exception:   # noqa: BLE001 - a drawing error must not stop jobs
-                pass
+        # One report at a time, filtered and drawn as a whole: a poll that read
+        # a job's stages just before its end or its Ctrl-C cannot draw them
+        # after the erase that the end or the Ctrl-C made.
+        with self._report_lock:
+            with self._lock:
+                # A job that ended, or that no one waits for any more, while
+                # this snapshot was taken is not drawn again.
+                snapshot = [p for p in snapshot if p.job_id in self._live
+                            and p.job_id in self._watched]
+                if not snapshot and not self._drawn:
+                    return
+                self._drawn = snapshot
+            for hook in list(self.progress_hooks):
+                try:
+                    hook(snapshot)
+                except Exception:   # noqa: BLE001 - a drawing error must not stop jobs
+                    pass
 
     # ------------------------------------------------------------- shutdown
 
