@@ -27,6 +27,7 @@ from spindle.core.box.index import Index, IndexType
 from spindle.core.iproto.constants import IteratorType as It
 from spindle.core.iproto.errors import ClientError
 
+
 def stored_tuple(index: Any, after: Any) -> Any:
     """The tuple of `index`'s space with the primary key of `after` (a copy of a tuple
     Lua was handed), or None."""

@@ -450,9 +450,12 @@ class RTree:
 
     def neighbors(self, point: list) -> Iterator[Any]:
         """Every tuple, nearest to `point` first. 2.6.0 keeps the pages and entries
-        met in a tree ordered by (distance, level, the address of the node): ties
-        come entries first, then in the order their nodes were taken, a freed node
-        (of the page or entry just taken) being reused first, as here."""
+        met in a tree ordered by (distance, level, the address of their node): at
+        the same distance entries come before pages, then by node. Nodes are numbered
+        here as 2.6.0's allocator places them: the last freed (of the page or entry
+        just taken) first, else the next new one. (Past its first page of nodes, or
+        after the tree freed pages, 2.6.0's addresses follow its memory: ties among
+        many entries may then come in another order.)"""
         root = self.root
         if not root:
             return
