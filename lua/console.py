@@ -16,6 +16,7 @@ from spindle.core.iproto.errors import BoxError
 
 from .errors import LuaError
 from .instance import ExitRequested, Instance
+from .modules.help import HELP
 from .render import render_values
 from .serialize import NULL, SerializeError, display_table
 
@@ -25,23 +26,6 @@ CONSOLE_KEY = "console"           # fiber.storage: the console a statement belon
                                   # (modules/console.py names it too, not to import this)
 NETBOX_DELIMITER = "$EOF$"        # what net.box's console connections delimit lines with
 
-HELP = """\
-To get help, see the Tarantool manual at https://tarantool.io/en/doc/
-To start the interactive Tarantool tutorial, type 'tutorial()' here.
-
-Available backslash commands:
-
-  \\set language <language>   -- set language (lua or sql)
-  \\set output <format>       -- set output format (yaml, lua or table)
-  \\set delimiter <delimiter> -- set expression delimiter
-  \\watch <seconds> [count=<n>] <expression>
-                             -- evaluate <expression> every <seconds> and redraw its
-                                value in place until Ctrl-C (or <n> times); without a
-                                terminal, print each value, until the next input line
-                                or end of input (or <n> times)
-  \\help                      -- show this screen
-  \\quit                      -- quit interactive console
-"""
 
 # 2.6.0's \\help text, which a console socket answers with (as a YAML value)
 WIRE_HELP = """\

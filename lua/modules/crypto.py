@@ -10,16 +10,9 @@ from __future__ import annotations
 
 import collections
 import ctypes
+import functools
 import hashlib
 import hmac
-
-from cryptography.hazmat.primitives import padding
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
-
-try:    # CFB and OFB left the main modes for the "decrepit" ones in cryptography 47
-    from cryptography.hazmat.decrepit.ciphers import modes as old_modes
-except ImportError:     # pragma: no cover - an older cryptography
-    old_modes = modes   # type: ignore[misc]
 
 from spindle.core.iproto.errors import BoxError
 
@@ -40,7 +33,20 @@ _REFUSED_CIPHER = (UNSUPPORTED,)
 
 # each cipher's key size (its IV size is the block's, 0 in ECB: crypto.lua)
 CIPHERS = {"aes128": 16, "aes192": 24, "aes256": 32, "des": 8, "none": 0}
-MODES = {"cbc": modes.CBC, "cfb": old_modes.CFB, "ofb": old_modes.OFB}
+
+
+@functools.cache
+def _ciphers():
+    """cryptography's cipher classes, imported at the first cipher: a script that
+    only hashes (digest, crypto.digest) does not pay for loading them at start."""
+    from cryptography.hazmat.primitives import padding
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+    try:    # CFB and OFB left the main modes for the "decrepit" ones in cryptography 47
+        from cryptography.hazmat.decrepit.ciphers import modes as old_modes
+    except ImportError:     # pragma: no cover - an older cryptography
+        old_modes = modes   # type: ignore[misc]
+    chained = {"cbc": modes.CBC, "cfb": old_modes.CFB, "ofb": old_modes.OFB}
+    return padding, Cipher, algorithms, modes, chained
 
 
 class CryptoError(BoxError):
@@ -130,8 +136,9 @@ class Primitives:
         name, mode_name = algo.decode(), mode.decode()
         if name == "none":
             return data
+        padding, Cipher, algorithms, modes, chained = _ciphers()
         padded = mode_name in ("ecb", "cbc")
-        mode_object = modes.ECB() if mode_name == "ecb" else MODES[mode_name](iv)
+        mode_object = modes.ECB() if mode_name == "ecb" else chained[mode_name](iv)
         engine = Cipher(algorithms.AES(key), mode_object)
         if encrypt:
             if padded:

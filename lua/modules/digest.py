@@ -7,11 +7,10 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import importlib
 import os
 import re
-
-import crc32c
-import mmh3
+import sys
 
 from spindle.core.fiber.coio import run_in_thread
 
@@ -25,9 +24,20 @@ _NOT_BASE64 = re.compile(rb"[^A-Za-z0-9+/_-]")
 _TO_STANDARD = bytes.maketrans(b"-_", b"+/")
 
 
+def _library(name: str):
+    """crc32c or mmh3, imported at the first hash that needs it: importing crc32c
+    loads importlib.metadata and argparse (its command line), which a script that
+    never computes a CRC should not pay for at start."""
+    found = sys.modules.get(name)
+    if found is None:
+        found = importlib.import_module(name)
+    return found
+
+
 def crc32_update(crc: int, data, length=None) -> int:
     """2.6.0's crc32_calc: CRC-32C from `crc`, with neither the usual inversion
     on the way in nor on the way out (the library applies both: undo them)."""
+    crc32c = _library("crc32c")
     return crc32c.crc32c(lua_bytes(data, length), value=int(crc) ^ 0xFFFFFFFF) ^ 0xFFFFFFFF
 
 
@@ -57,7 +67,7 @@ def base64_decode(text: bytes) -> bytes:
 
 
 def murmur_new(seed: int):
-    return mmh3.mmh3_32(seed=seed & 0xFFFFFFFF)
+    return _library("mmh3").mmh3_32(seed=seed & 0xFFFFFFFF)
 
 
 def murmur_update(state, data, length=None) -> None:
@@ -70,7 +80,7 @@ def murmur_result(state) -> int:
 
 def murmur(seed: int, data, length=None) -> int:
     if length is None:
-        return mmh3.hash(data, seed & 0xFFFFFFFF, signed=False)
+        return _library("mmh3").hash(data, seed & 0xFFFFFFFF, signed=False)
     state = murmur_new(seed)        # (mmh3.hash takes no view of memory)
     state.update(lua_bytes(data, length))
     return state.uintdigest()

@@ -2,8 +2,27 @@
 and the module help.en_US with their texts. help() answers the console's \\help text."""
 from __future__ import annotations
 
-from ..console import HELP
 from ..runtime import read_source
+
+# the console's \\help text (lua/console.py answers it too); kept here, not there, so
+# that the help globals defined at start do not import the console and its renderer
+HELP = """\
+To get help, see the Tarantool manual at https://tarantool.io/en/doc/
+To start the interactive Tarantool tutorial, type 'tutorial()' here.
+
+Available backslash commands:
+
+  \\set language <language>   -- set language (lua or sql)
+  \\set output <format>       -- set output format (yaml, lua or table)
+  \\set delimiter <delimiter> -- set expression delimiter
+  \\watch <seconds> [count=<n>] <expression>
+                             -- evaluate <expression> every <seconds> and redraw its
+                                value in place until Ctrl-C (or <n> times); without a
+                                terminal, print each value, until the next input line
+                                or end of input (or <n> times)
+  \\help                      -- show this screen
+  \\quit                      -- quit interactive console
+"""
 
 
 def build(instance):
