@@ -335,6 +335,12 @@ print('failing trigger', tc1:wait_connected(5), tc1.state, tc1.error)
 local tc2 = net.connect('u:p@' .. addr, {wait_connected = false})
 tc2:on_schema_reload(function() error('reload failed', 0) end)
 print('failing reload', tc2:wait_connected(5), tc2.state, tc2.error)
+local sc1 = net.connect('u:p@' .. addr, {wait_connected = false})
+sc1:on_schema_reload(function(x) x:close() end)
+print('closed by on_schema_reload', sc1:wait_connected(5), sc1.state, sc1.error)
+local sc2 = net.connect('u:p@' .. addr, {wait_connected = false})
+sc2:on_connect(function(x) x:close() end)
+print('closed by on_connect', sc2:wait_connected(5), sc2.state, sc2.error, sc2:ping())
 local function workers()
     local n = 0
     for _, f in pairs(fiber.info()) do
@@ -363,7 +369,7 @@ def test_netbox_options_and_many_connections(tmp_path):
     """call_16, host and port apart, collations and nullable parts of the schema, a
     big select, net.box.timeout() and conn:timeout(), twenty connections, DDL with
     requests in flight, wait_connected as a number, close() twice, triggers that
-    fail, connections collected unclosed."""
+    fail or close their connection, connections collected unclosed."""
     outputs = _matrix(tmp_path, CLIENT_MORE)
     reference = outputs["tarantool", "tarantool"]
     assert "closed again\tok\t[false]" in reference, reference

@@ -140,13 +140,19 @@ class Transport:
         self.worker = self.sched.spawn(self._worker_f, name=name)
 
     def stop(self) -> None:
-        """close(): state closed (unless it already ended in error), the worker gone."""
+        """close(): state closed (unless it already ended in error), the worker gone.
+        From the worker itself (a trigger closing its connection) the worker is
+        cancelled at once, as 2.6.0's worker_fiber:cancel() of the running fiber:
+        what the trigger was part of goes no further."""
+        me = self.sched.current
         if self.state not in FINAL_STATES:
             self._set_state("closed", ErrorCode.ER_NO_CONNECTION, "Connection closed")
         worker, self.worker = self.worker, None
-        if worker is not None and worker.status != "dead" and worker is not self.sched.current:
+        if worker is not None and worker.status != "dead":
             self.sched.cancel(worker)
         self._close_socket()
+        if worker is me and worker is not None:
+            raise FiberIsCancelled()
 
     def collected(self) -> None:
         """The connection object was garbage-collected unclosed (2.6.0's gc hook):
@@ -339,7 +345,8 @@ class Transport:
     def _read_reply(self) -> tuple[int, int, int, bytes | None]:
         """The next reply: (status, sync, schema version, body)."""
         frames = self.frames
-        assert frames is not None
+        if self.sock is None or frames is None:       # closed under the worker
+            raise LinkError(ErrorCode.ER_NO_CONNECTION, self.last_error or "Peer closed")
         try:
             packet = frames.read_packet()
         except (EOFError, SocketError):
