@@ -37,6 +37,10 @@ local function describe(v)
     end
     return type(v) .. ':' .. tostring(v)
 end
+"""
+# One line per case: the label, pcall's status, each result through `describe`, which
+# the prelude before it defines (PRELUDE's, or a module test's own).
+SHOW = r"""
 function show(label, f, ...)
     local r = {pcall(f, ...)}
     local out = {label, tostring(r[1])}
@@ -44,11 +48,13 @@ function show(label, f, ...)
     print(table.concat(out, ' | '))
 end
 """
+PRELUDE += SHOW
 
 
-def assert_same_output(script: str, tmp_path, min_lines: int = 5) -> list[str]:
-    """Run PRELUDE + script on 2.6.0 and Spindle; their outputs must be equal."""
-    real, ours = both(PRELUDE + script + "\nos.exit(0)\n", tmp_path)
+def assert_same_output(script: str, tmp_path, min_lines: int = 5,
+                       prelude: str = PRELUDE) -> list[str]:
+    """Run prelude + script on 2.6.0 and Spindle; their outputs must be equal."""
+    real, ours = both(prelude + script + "\nos.exit(0)\n", tmp_path)
     assert real.returncode == 0, real.stderr
     assert ours.returncode == 0, ours.stderr
     assert real.stdout.count("\n") >= min_lines, real.stdout

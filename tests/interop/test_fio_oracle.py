@@ -6,9 +6,7 @@ directory (`d/`), so paths in the messages are the same on both sides.
 """
 from __future__ import annotations
 
-import difflib
-
-from .oracle import both
+from . import module_oracle
 
 PRELUDE = r"""
 fio = require('fio')
@@ -42,23 +40,12 @@ local function describe(v)
     end
     return kind .. ' ' .. tostring(v)
 end
-function show(label, f, ...)
-    local r = {pcall(f, ...)}
-    local out = {label, tostring(r[1])}
-    for i = 2, table.maxn(r) do out[#out + 1] = describe(r[i]) end
-    print(table.concat(out, ' | '))
-end
 """
 
 
 def assert_same_output(script: str, tmp_path, lines: int = 5) -> str:
-    real, ours = both(PRELUDE + script + "\nos.exit(0)\n", tmp_path)
-    assert real.returncode == 0, real.stderr
-    assert ours.returncode == 0, ours.stderr
-    assert real.stdout.count("\n") > lines
-    assert ours.stdout.splitlines() == real.stdout.splitlines(), "\n".join(
-        difflib.unified_diff(real.stdout.splitlines(), ours.stdout.splitlines(), lineterm=""))
-    return ours.stdout
+    return "\n".join(module_oracle.assert_same_output(script, tmp_path, lines,
+                                                      prelude=PRELUDE + module_oracle.SHOW))
 
 
 def test_paths(tmp_path):

@@ -5,14 +5,12 @@ Then a fiber blocked reading a child's output while other fibers run.
 """
 from __future__ import annotations
 
-import difflib
-
-from .oracle import both
+from . import module_oracle
 
 PRELUDE = r"""
 popen = require('popen')
 fiber = require('fiber')
-local function dump(v)
+local function describe(v)
     local kind = type(v)
     if kind == 'string' then return string.format('%q', v) end
     if kind == 'table' then
@@ -23,7 +21,7 @@ local function dump(v)
         table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
         local out = {}
         for _, k in ipairs(keys) do
-            if k ~= 'pid' then out[#out + 1] = tostring(k) .. '=' .. dump(v[k]) end
+            if k ~= 'pid' then out[#out + 1] = tostring(k) .. '=' .. describe(v[k]) end
         end
         return '{' .. table.concat(out, ', ') .. '}'
     end
@@ -34,29 +32,18 @@ local function dump(v)
     if kind == 'userdata' then return 'userdata ' .. tostring(getmetatable(v)) end
     return tostring(v)
 end
-function show(label, f, ...)
-    local r = {pcall(f, ...)}
-    local out = {label, tostring(r[1])}
-    for i = 2, table.maxn(r) do out[#out + 1] = dump(r[i]) end
-    print(table.concat(out, ' | '))
-end
 """
 
 
 def assert_same_output(script: str, tmp_path, lines: int = 10) -> str:
-    real, ours = both(PRELUDE + script + "\nos.exit(0)\n", tmp_path)
-    assert real.returncode == 0, real.stderr
-    assert ours.returncode == 0, ours.stderr
-    assert real.stdout.count("\n") > lines
-    assert ours.stdout.splitlines() == real.stdout.splitlines(), "\n".join(
-        difflib.unified_diff(real.stdout.splitlines(), ours.stdout.splitlines(), lineterm=""))
-    return ours.stdout
+    return "\n".join(module_oracle.assert_same_output(script, tmp_path, lines,
+                                                      prelude=PRELUDE + module_oracle.SHOW))
 
 
 def test_popen_as_tarantool(tmp_path):
     assert_same_output(r"""
-print(dump(popen.opts), dump(popen.state), dump(popen.stream))
-print(dump(popen.signal))
+print(describe(popen.opts), describe(popen.state), describe(popen.stream))
+print(describe(popen.signal))
 local ph = popen.shell('echo hello; echo err >&2', 'rR')
 show('type', function() return type(ph), getmetatable(ph) end)
 show('fields', function() return type(ph.pid), ph.command, ph.stdin, ph.stdout, ph.stderr, ph.foo end)

@@ -6,15 +6,13 @@ few hundred concurrent clients, and fibers blocked in socket calls while others 
 """
 from __future__ import annotations
 
-import difflib
-
-from .oracle import both
+from . import module_oracle
 
 PRELUDE = r"""
 socket = require('socket')
 fiber = require('fiber')
 errno = require('errno')
-local function dump(v)
+local function describe(v)
     if type(v) ~= 'table' then
         return type(v) == 'string' and string.format('%q', v) or tostring(v)
     end
@@ -23,27 +21,16 @@ local function dump(v)
     table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
     local out = {}
     for _, k in ipairs(keys) do
-        if k ~= 'port' then out[#out + 1] = tostring(k) .. '=' .. dump(v[k]) end
+        if k ~= 'port' then out[#out + 1] = tostring(k) .. '=' .. describe(v[k]) end
     end
     return '{' .. table.concat(out, ', ') .. '}'
-end
-function show(label, f, ...)
-    local r = {pcall(f, ...)}
-    local out = {label, tostring(r[1])}
-    for i = 2, table.maxn(r) do out[#out + 1] = dump(r[i]) end
-    print(table.concat(out, ' | '))
 end
 """
 
 
 def assert_same_output(script: str, tmp_path, lines: int = 10) -> str:
-    real, ours = both(PRELUDE + script + "\nos.exit(0)\n", tmp_path)
-    assert real.returncode == 0, real.stderr
-    assert ours.returncode == 0, ours.stderr
-    assert real.stdout.count("\n") > lines
-    assert ours.stdout.splitlines() == real.stdout.splitlines(), "\n".join(
-        difflib.unified_diff(real.stdout.splitlines(), ours.stdout.splitlines(), lineterm=""))
-    return ours.stdout
+    return "\n".join(module_oracle.assert_same_output(script, tmp_path, lines,
+                                                      prelude=PRELUDE + module_oracle.SHOW))
 
 
 def test_sockets_options_and_bad_input(tmp_path):
@@ -104,7 +91,7 @@ show('write nil', s.write, s, nil)
 show('read string chunk', s.read, s, {chunk = 'x'})
 show('readable string timeout', s.readable, s, 'x')
 show('shutdown unconnected', function() return s:shutdown('XX'), s:errno() end)
-show('serialize', function() local t = require('json').decode(require('json').encode(s)) return type(t.fd), dump(t.name) end)
+show('serialize', function() local t = require('json').decode(require('json').encode(s)) return type(t.fd), describe(t.name) end)
 show('iowait', socket.iowait, s:fd(), 'R', 0.01)
 show('iowait number', socket.iowait, s:fd(), 2, 0.1)
 show('iowait usage', socket.iowait)
