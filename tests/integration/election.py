@@ -19,7 +19,8 @@ from .cluster import Cluster, Node, wait_for
 
 ORACLE_2_6_3 = Path(__file__).resolve().parents[3] / "shared" / "oracle" / "tarantool-2.6.3"
 
-_GRANT = "box.once('election_test', function() box.schema.user.grant('guest', 'super') end)"
+_GRANT = ("box.once('election_test', function() "
+          "box.schema.user.grant('guest', 'super', nil, nil, {if_not_exists = true}) end)")
 
 
 def tarantool_2_6_3() -> str:
@@ -81,7 +82,21 @@ def wait_leader(nodes: list[Node], timeout: float = 60.0) -> Node:
 
 
 def start_all(nodes: list[Node]) -> None:
+    """Start them together; return once each runs (not orphan) and follows all
+    the others (a leader killed before that would leave one orphan for good)."""
     for node in nodes:
         node.start(wait=False)
     for node in nodes:
         node.wait_ready()
+    wait_for(lambda: all(full_mesh(node, len(nodes)) for node in nodes), 60,
+             "every node running and following every other")
+
+
+def full_mesh(node: Node, count: int) -> bool:
+    return node.eval("""
+        if box.info.status ~= 'running' then return false end
+        local n = 0
+        for _, r in pairs(box.info.replication) do
+            if r.upstream and r.upstream.status == 'follow' then n = n + 1 end
+        end
+        return n >= ...""", count - 1)

@@ -1,0 +1,71 @@
+"""Leader election with Tarantool 2.6.3 (the last 2.6 release; election came in
+2.6.1): Spindle and 2.6.3 nodes in one replica set elect one leader together, a
+new one when it is killed, and agree on it (box.info.election on each); box.cfg's
+election options are refused with 2.6.3's messages."""
+from __future__ import annotations
+
+import pytest
+
+from ..integration.cluster import Cluster, wait_for
+from ..integration.election import (
+    add_nodes, agreed_leader, election, start_all, tarantool_2_6_3, wait_leader,
+)
+from .oracle import SPINDLE, run_script
+
+
+@pytest.mark.parametrize("kinds", [
+    ["spindle", "spindle", "tarantool-2.6.3"],
+    ["spindle", "tarantool-2.6.3", "tarantool-2.6.3"],
+], ids=["2-spindle-1-tarantool", "1-spindle-2-tarantool"])
+def test_mixed_replica_set_elects_and_fails_over(tmp_path, kinds):
+    with Cluster(tmp_path) as cluster:
+        nodes = add_nodes(cluster, kinds)
+        start_all(nodes)
+        leader = wait_leader(nodes)
+        term = election(leader)["term"]
+        leader.kill()
+        rest = [node for node in nodes if node is not leader]
+        new_leader = wait_leader(rest)
+        assert election(new_leader)["term"] > term
+        # (2.6.3: writable once its PROMOTE is written, right after the election)
+        wait_for(lambda: new_leader.eval("return box.info.ro") is False, 30,
+                 f"the new leader {new_leader.name} to be writable")
+        leader.start(wait=False)
+        leader.wait_ready()
+        wait_for(lambda: agreed_leader(nodes) is new_leader, 60,
+                 "the old leader to follow the new one")
+        for node in nodes:
+            state = election(node)
+            assert state["state"] == ("leader" if node is new_leader else "follower")
+
+
+_CFG_PROBES = """
+local probes = {
+    {election_mode = 'on'}, {election_mode = 1}, {election_mode = ''},
+    {election_mode = 'Candidate'}, {election_timeout = 0}, {election_timeout = -1},
+    {election_timeout = '1'}, {election_timeout = 0.5, election_mode = 'bad'},
+}
+for _, probe in ipairs(probes) do
+    probe.sql_cache_size = -1      -- so that a probe that passes fails last
+    local ok, err = pcall(box.cfg, probe)
+    print(ok, tostring(err))
+end
+box.cfg{election_mode = 'voter', election_timeout = 3}
+print(box.cfg.election_mode, box.cfg.election_timeout)
+for _, probe in ipairs({{election_mode = 'x'}, {election_timeout = 0},
+                        {election_mode = 'manual'}, {election_mode = 'off'}}) do
+    local ok, err = pcall(box.cfg, probe)
+    print(ok, tostring(err), box.cfg.election_mode)
+end
+print(box.info.election.state, box.info.election.term, box.info.ro)
+os.exit(0)
+"""
+
+
+def test_cfg_election_options_as_2_6_3(tmp_path):
+    (tmp_path / "tarantool").mkdir()
+    (tmp_path / "spindle").mkdir()
+    real = run_script(tarantool_2_6_3(), _CFG_PROBES, tmp_path / "tarantool")
+    ours = run_script(SPINDLE, _CFG_PROBES, tmp_path / "spindle")
+    assert real.returncode == 0, real.stderr
+    assert ours.stdout == real.stdout, ours.stderr
