@@ -4,13 +4,15 @@ new one when it is killed, and agree on it (box.info.election on each); box.cfg'
 election options are refused with 2.6.3's messages."""
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from ..integration.cluster import Cluster, wait_for
 from ..integration.election import (
     add_nodes, agreed_leader, election, start_all, tarantool_2_6_3, wait_leader,
 )
-from .oracle import SPINDLE, run_script
+from .oracle import SPINDLE, run_script, tarantool_binary
 
 
 @pytest.mark.parametrize("kinds", [
@@ -69,3 +71,39 @@ def test_cfg_election_options_as_2_6_3(tmp_path):
     ours = run_script(SPINDLE, _CFG_PROBES, tmp_path / "spindle")
     assert real.returncode == 0, real.stderr
     assert ours.stdout == real.stdout, ours.stderr
+
+
+_NO_RAFT_ROWS = """
+local fio, xlog = require('fio'), require('xlog')
+local found = 0
+for _, pattern in ipairs({'*.snap', '*.xlog'}) do
+    for _, path in ipairs(fio.glob(fio.pathjoin(..., pattern))) do
+        for _, row in xlog.pairs(path) do
+            if row.HEADER.type == 30 or row.HEADER.type == 31 then found = found + 1 end
+        end
+    end
+end
+print(found)
+os.exit(0)
+"""
+
+
+def test_election_off_keeps_2_6_0_replicas_following(tmp_path):
+    """election_mode = 'off' (set explicitly): a real 2.6.0 replica joins and
+    follows as before, and nothing on disk is of a type 2.6.0 does not know."""
+    with Cluster(tmp_path) as cluster:
+        master = cluster.add("spindle", "master", {"replication_timeout": 0.1,
+                                                   "election_mode": "off"}).start()
+        master.eval("box.schema.space.create('t'):create_index('pk') box.space.t:insert{1}")
+        replica = cluster.add("tarantool", "replica", {"replication_timeout": 0.1,
+                                                       "replication": [master.rep_uri]})
+        replica.start()
+        wait_for(lambda: replica.upstream_status(1) == "follow", 30, "the 2.6.0 replica to follow")
+        master.eval("box.space.t:insert{2} box.snapshot() box.space.t:insert{3}")
+        wait_for(lambda: replica.select("t") == [[1], [2], [3]], 30, "the rows on the replica")
+        assert replica.upstream_status(1) == "follow"
+        assert master.eval("return box.info.election") == {
+            "state": "follower", "term": 1, "vote": 0, "leader": 0}
+        scan = subprocess.run([tarantool_binary(), "-e", _NO_RAFT_ROWS.replace(
+            "...", repr(str(master.workdir)))], capture_output=True, text=True, timeout=60)
+        assert scan.stdout.strip() == "0", scan.stderr
