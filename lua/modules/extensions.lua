@@ -299,15 +299,25 @@ table.new = require('table.new')
 
 -- ---------------------------------------------------------------------- os
 
-pcall(ffi.cdef, [[
-    int setenv(const char *name, const char *value, int overwrite);
-    int unsetenv(const char *name);
-    extern char **environ;
-]])
+-- declared at the first os.setenv or os.environ, not at start: every declaration
+-- takes ctype ids, and a start that took more than 2.6.0's would move the id of
+-- decimal_t (the serializer core pins it at 2.6.0's), which scripts can see
+local env_declared = false
+local function declare_env()
+    if not env_declared then
+        pcall(ffi.cdef, [[
+            int setenv(const char *name, const char *value, int overwrite);
+            int unsetenv(const char *name);
+            extern char **environ;
+        ]])
+        env_declared = true
+    end
+end
 
 -- 2.6.0 hands the arguments to C from its builtin/env.lua:33; a failed call
 -- meets a bug of its own there (it calls errno.errstring, which does not exist)
 function os.setenv(name, value)
+    declare_env()
     local ok, result
     if value ~= nil then
         ok, result = pcall(ffi.C.setenv, name, value, 1)
@@ -323,6 +333,7 @@ function os.setenv(name, value)
 end
 
 function os.environ()
+    declare_env()
     local result, at = {}, 0
     local environ = ffi.C.environ
     while environ[at] ~= nil do
