@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from spindle.core.box.field_types import is_compatible
-from spindle.core.box.index import DupMode, TreeIndex, replace_check_dup
+from spindle.core.box.index import TreeIndex
 from spindle.core.box.index_multikey import MultikeyTreeIndex
 from spindle.core.iproto.errors import ClientError, ErrorCode
 
@@ -170,44 +170,13 @@ class FuncTreeIndex(MultikeyTreeIndex):
         return entries
 
     # -- modification: remember each stored tuple's entries ----------------------
-
-    def replace(self, old: Any, new: Any, mode: Any) -> Any:
-        data = self.ordered()
-        if new is not None:
-            entries = self.entry_keys(new)
-            if self.unique:
-                for entry in entries:
-                    dup = data.get(entry)
-                    if dup is not None and dup is not old:
-                        code = replace_check_dup(old, dup, DupMode.INSERT)
-                        if code:
-                            raise self._error(code).located(*self._replace_where)
-            if old is not None:
-                self._delete_raw(old)
-            self._put(new, entries)
-        elif old is not None:
-            self._delete_raw(old)
-        return old
+    # (replace, insert_raw and build are MultikeyTreeIndex's, through _put)
 
     def _put(self, tup: Any, entries: list) -> None:
         data = self.ordered()
         for entry in entries:
             data[entry] = tup
         self._kept[id(tup)] = (tup, entries)
-
-    def insert_raw(self, tup: Any) -> None:
-        self._put(tup, self.entry_keys(tup))
-
-    def build(self, tuples: Any) -> None:
-        data = self.ordered()
-        for tup in tuples:
-            entries = self.entry_keys(tup)
-            if self.unique:
-                for entry in entries:
-                    dup = data.get(entry)
-                    if dup is not None and dup is not tup:
-                        raise self._error(ErrorCode.ER_TUPLE_FOUND)
-            self._put(tup, entries)
 
     def _delete_raw(self, tup: Any) -> None:
         kept = self._kept.pop(id(tup), None)

@@ -121,25 +121,31 @@ class MultikeyTreeIndex(TreeIndex):
                             raise self._error(code).located(*self._replace_where)
             if old is not None:
                 self._delete_raw(old)
-            for key in keys:
-                data[key] = new
+            self._put(new, keys)
         elif old is not None:
             self._delete_raw(old)
         return old
 
-    def insert_raw(self, tup: Any) -> None:
+    def _put(self, tup: Any, keys: list) -> None:
+        """Store `tup` under each of its entries (a functional index also remembers
+        them: index_func.py)."""
         data = self.ordered()
-        for key in self.entry_keys(tup):
+        for key in keys:
             data[key] = tup
+
+    def insert_raw(self, tup: Any) -> None:
+        self._put(tup, self.entry_keys(tup))
 
     def build(self, tuples: Any) -> None:
         data = self.ordered()
         for tup in tuples:
-            for key in self.entry_keys(tup):
-                dup = data.get(key)
-                if dup is not None and dup is not tup and self.unique:
-                    raise self._error(ErrorCode.ER_TUPLE_FOUND)
-                data[key] = tup
+            keys = self.entry_keys(tup)
+            if self.unique:
+                for key in keys:
+                    dup = data.get(key)
+                    if dup is not None and dup is not tup:
+                        raise self._error(ErrorCode.ER_TUPLE_FOUND)
+            self._put(tup, keys)
 
     def _delete_raw(self, tup: Any) -> None:
         data = self.ordered()
