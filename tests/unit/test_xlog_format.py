@@ -671,3 +671,21 @@ def test_local_tx_rows_mark_the_shared_header_only():
     assert type(encode_local_tx(signed([2], 70000))) is list          # one row
     assert type(encode_local_tx(signed([2, 3], 70000))) is list       # two types
     assert type(encode_local_tx(signed([2] * 3, 10))) is list         # LSNs below 256
+
+
+@given(st.integers(0, 1 << 31), st.integers(0, 0xFFFFFFFF), st.integers(0, 18),
+       st.integers(0, 255))
+def test_the_row_fixheader_lookup_agrees_with_the_general_rules(length, crc, at, byte):
+    """format._row_fixheader (a lookup for writers' usual uncompressed fixheaders)
+    answers as _usual_fixheader, or leaves the header to it (None)."""
+    from spindle.core.xlog.format import (
+        ROW_MARKER, Fixheader, _row_fixheader, _usual_fixheader,
+    )
+    from spindle.core.iproto.constants import IPROTO_BODY_LEN_MAX
+    head = bytearray(encode_fixheader(ROW_MARKER, length, crc))
+    if crc >= 0x1000000 and length <= IPROTO_BODY_LEN_MAX:      # the usual one: looked up
+        assert _row_fixheader(bytes(head)) == Fixheader(ROW_MARKER, length, 0, crc)
+    for candidate in (bytes(head), bytes(head[:at]) + bytes((byte,)) + bytes(head[at + 1:])):
+        fast = _row_fixheader(candidate)
+        if fast is not None:
+            assert fast == _usual_fixheader(candidate)
