@@ -1,0 +1,168 @@
+"""Leader election on one instance (core/instance/raft.py) with a real Box on a
+fake clock: what box.cfg's election options do, what is written (raft rows in the
+WAL as local rows of component 0, the raft row at the end of a snapshot — never
+while election was not used), what recovery restores, box.info.election and the
+read-only rule; and the IPROTO_RAFT codec against 2.6.3's bytes."""
+from __future__ import annotations
+
+import pytest
+
+from spindle.core.box.cfg import defaults
+from spindle.core.instance.box import Box
+from spindle.core.iproto.constants import GroupId, IprotoType
+from spindle.core.iproto.errors import ClientError, ErrorCode
+from spindle.core.iproto.replication import decode_raft, encode_raft
+from spindle.core.iproto.xrow import XRow
+from spindle.core.raft.raft import RaftMsg, RaftState
+from spindle.core.xlog.files import XlogReader, list_files
+
+
+def _cfg(tmp_path, **options):
+    cfg = defaults()
+    cfg.update(work_dir=str(tmp_path), **options)
+    return cfg
+
+
+def _rows(tmp_path, ext):
+    rows = []
+    for entry in list_files(str(tmp_path), ext):
+        with XlogReader(entry.path) as reader:
+            rows.extend(reader.rows())
+    return rows
+
+
+def _raft_rows(rows):
+    return [(row.replica_id, row.lsn, row.group_id, decode_raft(row)) for row in rows
+            if row.type == IprotoType.RAFT]
+
+
+def _wait(sched, condition, seconds=30.0):
+    deadline = sched.clock() + seconds
+    while not condition():
+        assert sched.clock() < deadline, "condition not reached"
+        sched.sleep(0.01)
+
+
+def test_a_lone_candidate_elects_itself_and_persists_first(sched, tmp_path):
+    seen = {}
+
+    def main():
+        box = Box(sched)
+        box.start(_cfg(tmp_path, election_mode="candidate", election_timeout=1))
+        # the bootstrap leader starts a term at once: until its vote is on disk it
+        # is a read-only follower
+        seen["at start"] = (box.info()["election"], box.read_only)
+        _wait(sched, lambda: box.raft.state == RaftState.LEADER)
+        seen["elected"] = (box.info()["election"], box.read_only, box.ro_reason,
+                           box.vclock.get(0))
+        seen["wal"] = _raft_rows(_rows(tmp_path, ".xlog"))
+        box.snapshot()
+        box.stop()
+        again = Box(sched)
+        again.start(_cfg(tmp_path))             # election off now
+        seen["recovered"] = (again.info()["election"], again.read_only)
+        again.engine.space("_schema").replace(["k", 1])
+        again.snapshot()
+        again.stop()
+
+    sched.run(main)
+    assert seen["at start"] == ({"state": "follower", "term": 2, "vote": 0, "leader": 0}, True)
+    assert seen["elected"] == ({"state": "leader", "term": 2, "vote": 1, "leader": 1},
+                               False, None, 2)
+    # the WAL: {term} then {term, vote}, local rows of component 0
+    assert seen["wal"] == [
+        (0, 1, GroupId.LOCAL, RaftMsg(2)), (0, 2, GroupId.LOCAL, RaftMsg(2, 1))]
+    # every snapshot since election was used ends with the persisted term and vote
+    snaps = list_files(str(tmp_path), ".snap")     # (the bootstrap one is collected)
+    assert [entry.signature for entry in snaps] == [2, 3]
+    for entry in snaps:
+        with XlogReader(entry.path) as reader:
+            last = list(reader.rows())[-1]
+        assert last.type == IprotoType.RAFT and last.group_id == GroupId.LOCAL
+        assert decode_raft(last) == RaftMsg(2, 1)
+    # the recovered node: term and vote, a follower, writable with election off
+    assert seen["recovered"] == ({"state": "follower", "term": 2, "vote": 1, "leader": 0},
+                                 False)
+
+
+def test_election_off_writes_no_raft_row(sched, tmp_path):
+    seen = {}
+
+    def main():
+        box = Box(sched)
+        box.start(_cfg(tmp_path))
+        box.engine.space("_schema").replace(["k", 1])
+        box.snapshot()
+        seen["info"] = box.info()["election"]
+        seen["ro"] = box.read_only
+        box.stop()
+
+    sched.run(main)
+    assert seen == {"info": {"state": "follower", "term": 1, "vote": 0, "leader": 0},
+                    "ro": False}
+    assert not _raft_rows(_rows(tmp_path, ".xlog") + _rows(tmp_path, ".snap"))
+
+
+def test_a_voter_is_read_only_and_reconfiguration_applies(sched, tmp_path):
+    seen = {}
+
+    def main():
+        box = Box(sched)
+        box.start(_cfg(tmp_path, election_mode="voter", replication_timeout=0.5,
+                       replication_synchro_quorum=3))
+        seen["voter"] = (box.read_only, box.ro_reason, box.raft.is_enabled,
+                         box.raft.is_candidate)
+        try:
+            box.engine.space("_schema").replace(["k", 1])
+        except ClientError as exc:
+            seen["write"] = exc.code
+        # quorum: the synchro quorum 3 clamped to the one registered instance
+        seen["quorum"] = box.raft.election_quorum
+        seen["death"] = box.raft.death_timeout
+        box.cfg["replication_timeout"] = 2
+        box.box_raft.update_death_timeout()
+        seen["death after"] = box.raft.death_timeout
+        box.box_raft.set_mode("candidate")
+        _wait(sched, lambda: box.raft.state == RaftState.LEADER)
+        seen["candidate"] = (box.read_only, box.info()["election"]["leader"])
+        box.box_raft.set_mode("off")
+        seen["off"] = (box.read_only, box.info()["election"]["state"])
+        box.stop()
+
+    sched.run(main)
+    assert seen["voter"] == (True, "election", True, False)
+    assert seen["write"] == ErrorCode.ER_READONLY
+    assert seen["quorum"] == 1
+    assert (seen["death"], seen["death after"]) == (2.0, 8.0)
+    assert seen["candidate"] == (False, 1)
+    assert seen["off"] == (False, "follower")
+
+
+# ------------------------------------------------------------------- codec
+
+def test_raft_rows_are_encoded_as_2_6_3_sends_them():
+    # raft.md §5.2: the leader's row right after the SUBSCRIBE response, and a
+    # push with the SUBSCRIBE's sync 7
+    assert encode_raft(RaftMsg(2, 1, 3)).encode().hex() == "82001e0701" + "83000201010203"
+    assert encode_raft(RaftMsg(2, 1, 1), 7).encode().hex() == "83001e01070701" + "83000201010201"
+    candidate = encode_raft(RaftMsg(3, 2, 2, {0: 9, 1: 5, 2: 0}))
+    assert decode_raft(candidate) == RaftMsg(3, 2, 2, {1: 5})
+
+
+@pytest.mark.parametrize("row, message", [
+    (XRow(IprotoType.RAFT, body=bytes.fromhex("8100 02")), "malformed raft request"),
+    (XRow(IprotoType.RAFT, group_id=1), "malformed raft request"),
+    (XRow(IprotoType.RAFT, body=bytes.fromhex("8100ff"), group_id=1), "raft body"),
+    (XRow(IprotoType.RAFT, body=bytes.fromhex("81a17801"), group_id=1), "raft body"),
+    (XRow(IprotoType.RAFT, body=bytes.fromhex("810381a17801"), group_id=1), "raft body"),
+])
+def test_malformed_raft_rows_are_refused(row, message):
+    with pytest.raises(ClientError) as info:
+        decode_raft(row)
+    assert info.value.code == ErrorCode.ER_INVALID_MSGPACK
+    assert message in info.value.message
+
+
+def test_unknown_raft_keys_are_skipped():
+    row = XRow(IprotoType.RAFT, body=bytes.fromhex("83000507090202"), group_id=1)
+    assert decode_raft(row) == RaftMsg(5, 0, 2)
