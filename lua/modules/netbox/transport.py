@@ -128,8 +128,9 @@ class Transport:
         self._flush_queued = False
         self._writer: Fiber | None = None
         self._schema: dict[int, bytes] | None = None
-        self._schema_syncs: dict[int, int] = {}
+        self._schema_syncs: set[int] = set()     # the selects of the fetch under way
         self._schema_seen: int | None = None
+        self._schema_wanted = 0
 
     # ------------------------------------------------------------- lifecycle
 
@@ -401,21 +402,22 @@ class Transport:
             return
         self._schema = {}
         self._schema_seen = None
-        self._schema_syncs = {}
+        self._schema_syncs = set()
         parts = [VSPACE_ID, VINDEX_ID]
         if self.peer_version_id >= (2 << 16 | 2 << 8 | 1):
             parts.append(VCOLLATION_ID)
         for part, space_id in enumerate(parts, 1):
             sync = self._new_sync()
             self.requests[sync] = Request(sync, schema_part=part)
+            self._schema_syncs.add(sync)
             self._send(encode_request(IprotoType.SELECT, sync, _select_all_body(space_id)))
         self._schema_wanted = len(parts)
 
     def _schema_reply(self, request: Request, version: int, body: bytes | None,
                       error: BoxError | None) -> None:
         schema = self._schema
-        if schema is None:
-            return
+        if schema is None or request.sync not in self._schema_syncs:
+            return      # a reply to a fetch started over since
         if error is not None:
             if request.schema_part == 3 and error.code == ErrorCode.ER_NO_SUCH_SPACE:
                 self._schema_wanted -= 1        # a peer without _vcollation
