@@ -43,6 +43,7 @@ from spindle.core.iproto.errors import ClientError, ErrorCode
 
 CONFIRM = IprotoType.CONFIRM
 ROLLBACK = IprotoType.ROLLBACK
+PROMOTE = IprotoType.PROMOTE
 REPLICA_ID_NIL = 0
 
 
@@ -118,6 +119,9 @@ class TxnLimbo:
         self._confirm_read_lsn = 0
         self._confirm_target = 0        # what the CONFIRM writer is asked to reach
         self._confirm_writing = False   # one CONFIRM write at a time (batching)
+        # PROMOTE terms (2.6.3): the greatest each instance wrote, and of them all
+        self.promote_term_map: dict[int, int] = {}
+        self.promote_greatest_term = 0
 
     def __repr__(self) -> str:
         return (f"<TxnLimbo owner={self.owner_id} len={len(self.queue)} "
@@ -404,11 +408,16 @@ class TxnLimbo:
 
     # -------------------------------------------- replicas, recovery, admin
 
-    def txn_limbo_process(self, request_type: int, origin_id: int, lsn: int) -> None:
+    def txn_limbo_process(self, request_type: int, origin_id: int, lsn: int, *,
+                          origin: int = 0, term: int = 0) -> None:
         """A CONFIRM/ROLLBACK of `origin_id`'s transactions read from a master or
         from the WAL. With nothing pending there is nothing to decide (a joined
         snapshot has the transactions already); with another owner's entries
-        pending it is ER_SYNC_MASTER_MISMATCH."""
+        pending it is ER_SYNC_MASTER_MISMATCH. A PROMOTE (2.6.3; written by
+        instance `origin` in Raft term `term`) is handled as 2.6.3 does."""
+        if request_type == PROMOTE or term:
+            self._process_promote(request_type, origin_id, lsn, origin, term)
+            return
         if origin_id != self.owner_id:
             if not self.queue:
                 return
@@ -419,6 +428,36 @@ class TxnLimbo:
             self.txn_limbo_read_rollback(lsn)
         else:
             raise ValueError(f"not a synchro request type: {request_type}")
+
+    def _process_promote(self, request_type: int, owner_id: int, lsn: int, origin: int,
+                         term: int) -> None:
+        """2.6.3's txn_limbo_process for a row with a term: a term newer than
+        its writer's last is recorded; a PROMOTE whose term is not the newest
+        of all is outdated and ignored. A PROMOTE confirms the owner's entries
+        up to `lsn`, rolls back the rest (all of them when it names another
+        owner) and hands the limbo to its writer."""
+        if self.promote_term_map.get(origin, 0) < term:
+            self.promote_term_map[origin] = term
+            if term > self.promote_greatest_term:
+                self.promote_greatest_term = term
+            elif request_type == PROMOTE:
+                return
+        if owner_id != REPLICA_ID_NIL and owner_id != self.owner_id:
+            if request_type != PROMOTE:
+                return          # a foreign owner's CONFIRM/ROLLBACK: outdated
+            lsn = 0
+        if request_type == CONFIRM:
+            self.txn_limbo_read_confirm(lsn)
+        elif request_type == ROLLBACK:
+            self.txn_limbo_read_rollback(lsn)
+        else:
+            self.txn_limbo_read_confirm(lsn)
+            self.txn_limbo_read_rollback(lsn + 1)
+            self._set_owner(origin)
+
+    def txn_limbo_is_replica_outdated(self, replica_id: int) -> bool:
+        """Whether `replica_id`'s last PROMOTE term is behind the newest one."""
+        return self.promote_term_map.get(replica_id, 0) < self.promote_greatest_term
 
     def txn_limbo_force_empty(self, confirm_lsn: int) -> None:
         """box.ctl.clear_synchro_queue: confirm the entries up to `confirm_lsn` (what

@@ -29,14 +29,14 @@ from spindle.core.iproto.errors import ClientError, ErrorCode, FiberIsCancelled
 from spindle.core.iproto.request import decode_synchro_body, synchro_row
 from spindle.core.iproto.xrow import XRow
 
-from spindle.core.box.limbo import CONFIRM, ROLLBACK, LimboEntry, TxnLimbo
+from spindle.core.box.limbo import CONFIRM, PROMOTE, ROLLBACK, LimboEntry, TxnLimbo
 from spindle.core.box.limbo_quorum import synchro_quorum
 
 if TYPE_CHECKING:
     from .box import Box
 
 DEFAULT_SYNCHRO_TIMEOUT = 5.0
-SYNCHRO_TYPES = frozenset((int(CONFIRM), int(ROLLBACK)))    # iproto_type_is_synchro
+SYNCHRO_TYPES = frozenset((int(CONFIRM), int(ROLLBACK), int(PROMOTE)))   # iproto_type_is_synchro
 
 
 class LimboWaiters:
@@ -253,7 +253,8 @@ def apply_synchro_row(box: Box, row: XRow) -> None:
     if box.wal is None:
         return                  # final JOIN rows: the snapshot has the outcome
     request = decode_synchro_body(row.body)
-    box.limbo.txn_limbo_process(row.type, request.replica_id, request.lsn)
+    box.limbo.txn_limbo_process(row.type, request.replica_id, request.lsn,
+                                origin=row.replica_id, term=request.term)
 
 
 # --------------------------------------------------------------- recovery
@@ -263,7 +264,8 @@ def recover_synchro_row(box: Box, row: XRow) -> None:
     row that matches nothing is logged, not fatal."""
     request = decode_synchro_body(row.body)
     try:
-        box.limbo.txn_limbo_process(row.type, request.replica_id, request.lsn)
+        box.limbo.txn_limbo_process(row.type, request.replica_id, request.lsn,
+                                    origin=row.replica_id, term=request.term)
     except ClientError as exc:
         log.warn("recovery: ignoring a synchro row {%d: %d}: %s", row.replica_id, row.lsn,
                  exc.message)

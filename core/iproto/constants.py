@@ -180,7 +180,8 @@ def is_dml(request_type: int) -> bool:
 
 
 def is_synchro(request_type: int) -> bool:
-    return request_type in (IprotoType.CONFIRM, IprotoType.ROLLBACK)
+    """iproto_type_is_synchro_request: CONFIRM, ROLLBACK and (2.6.3) PROMOTE."""
+    return request_type in (IprotoType.CONFIRM, IprotoType.ROLLBACK, IprotoType.PROMOTE)
 
 
 _TYPE_NAMES: dict[int, str] = {

@@ -218,10 +218,12 @@ def dml_request_from_map(decoded: Any, request_type: int) -> DmlRequest | PutReq
 
 
 class SynchroRequest(NamedTuple):
-    """Body of CONFIRM / ROLLBACK: the limbo owner and an LSN."""
+    """Body of CONFIRM / ROLLBACK / PROMOTE: the limbo owner and an LSN; PROMOTE
+    (2.6.3) also has the writer's Raft term (IPROTO_TERM)."""
 
     replica_id: int
     lsn: int
+    term: int = 0
 
 
 def encode_synchro_body(replica_id: int, lsn: int) -> bytes:
@@ -230,7 +232,8 @@ def encode_synchro_body(replica_id: int, lsn: int) -> bytes:
 
 
 def decode_synchro_body(body: bytes | None) -> SynchroRequest:
-    """Decode a CONFIRM/ROLLBACK body; non-integer keys and unknown keys are skipped."""
+    """Decode a CONFIRM/ROLLBACK/PROMOTE body; non-integer keys and unknown keys
+    are skipped."""
     if body is None:
         raise invalid_msgpack("request body")
     decoded = unpack(body, "request body")
@@ -238,9 +241,10 @@ def decode_synchro_body(body: bytes | None) -> SynchroRequest:
         raise invalid_msgpack("request body")
     replica_id = decoded.get(IprotoKey.REPLICA_ID, 0)
     lsn = decoded.get(IprotoKey.LSN, 0)
-    if not _is_uint(replica_id) or not _is_uint(lsn):
+    term = decoded.get(IprotoKey.TERM, 0)
+    if not _is_uint(replica_id) or not _is_uint(lsn) or not _is_uint(term):
         raise invalid_msgpack("request body")
-    return SynchroRequest(replica_id, lsn)
+    return SynchroRequest(replica_id, lsn, term)
 
 
 def synchro_row(request_type: int, owner_id: int, target_lsn: int, **header: Any) -> XRow:

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from ..integration.cluster import Cluster, wait_for
+from ..integration.cluster import Cluster, same_vclocks, wait_for
 from ..integration.election import (
     add_nodes, agreed_leader, election, start_all, tarantool_2_6_3, wait_leader,
 )
@@ -24,14 +24,13 @@ def test_mixed_replica_set_elects_and_fails_over(tmp_path, kinds):
         nodes = add_nodes(cluster, kinds)
         start_all(nodes)
         leader = wait_leader(nodes)
+        _write_through(leader, nodes, 1)
         term = election(leader)["term"]
         leader.kill()
         rest = [node for node in nodes if node is not leader]
         new_leader = wait_leader(rest)
         assert election(new_leader)["term"] > term
-        # (2.6.3: writable once its PROMOTE is written, right after the election)
-        wait_for(lambda: new_leader.eval("return box.info.ro") is False, 30,
-                 f"the new leader {new_leader.name} to be writable")
+        _write_through(new_leader, rest, 2)
         leader.start(wait=False)
         leader.wait_ready()
         wait_for(lambda: agreed_leader(nodes) is new_leader, 60,
@@ -39,6 +38,24 @@ def test_mixed_replica_set_elects_and_fails_over(tmp_path, kinds):
         for node in nodes:
             state = election(node)
             assert state["state"] == ("leader" if node is new_leader else "follower")
+        _write_through(new_leader, nodes, 3)
+        assert same_vclocks(*nodes)
+
+
+def _write_through(leader, nodes, key):
+    """A row written on the leader (writable once elected; 2.6.3 once its PROMOTE
+    is written too) reaches every node; the others refuse writes."""
+    wait_for(lambda: leader.eval("return box.info.ro") is False, 30,
+             f"the leader {leader.name} to be writable")
+    leader.eval("box.schema.space.create('t', {if_not_exists = true})"
+                ":create_index('pk', {if_not_exists = true}) box.space.t:replace{...}", key)
+    target = leader.vclock()
+    for node in nodes:
+        wait_for(lambda: all(node.vclock().get(i, 0) >= lsn for i, lsn in target.items()), 30,
+                 f"{node.name} to have the leader's rows")
+        assert node.eval("return box.space.t:get(...) ~= nil", key)
+        if node is not leader:
+            assert node.eval("return box.info.ro") is True
 
 
 _CFG_PROBES = """

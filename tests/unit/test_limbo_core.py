@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import greenlet
 import pytest
 
-from spindle.core.box.limbo import (CONFIRM, ROLLBACK, LimboEntry, TxnLimbo,
+from spindle.core.box.limbo import (CONFIRM, PROMOTE, ROLLBACK, LimboEntry, TxnLimbo,
                                     quorum_confirm_lsn)
 from spindle.core.instance.limbo_txn import (LimboWaiters, _enter, limbo_after_recovery,
                                              limbo_commit)
@@ -741,3 +741,35 @@ def test_many_rows_take_the_owner_from_the_first_global_row():
     rows = [_row(group_id=GroupId.LOCAL, replica_id=3, lsn=2), _row(replica_id=1, lsn=8),
             _row(group_id=GroupId.LOCAL, replica_id=3, lsn=3)]
     assert _entered(rows) == (1, 8, True)
+
+
+# ------------------------------------------------------ PROMOTE (2.6.3's rows)
+
+def test_promote_finishes_the_old_owner_and_takes_the_limbo():
+    # raft.md §9 E: new leader 3 in term 6 took over the pending lsn 25 of owner 1
+    limbo, decided, _ = replica_limbo()
+    master_entries(limbo, ("s", 25), ("s", 26))
+    limbo.txn_limbo_process(PROMOTE, 1, 25, origin=3, term=6)
+    assert decided == [("s25", "commit"), ("s26", "rollback")]
+    assert limbo.owner_id == 3 and limbo.confirmed_lsn == 0
+    assert limbo.promote_term_map == {3: 6} and limbo.promote_greatest_term == 6
+
+
+def test_promote_naming_another_owner_rolls_everything_back():
+    limbo, decided, _ = replica_limbo()
+    master_entries(limbo, ("s", 5), ("s", 6))
+    limbo.txn_limbo_process(PROMOTE, 2, 5, origin=3, term=4)
+    assert decided == [("s6", "rollback"), ("s5", "rollback")] and limbo.owner_id == 3
+
+
+def test_an_empty_limbo_promote_and_outdated_terms():
+    limbo, decided, _ = replica_limbo()
+    limbo.txn_limbo_process(PROMOTE, 0, 0, origin=1, term=2)     # the bootstrap leader's
+    assert limbo.owner_id == 1
+    limbo.txn_limbo_process(PROMOTE, 1, 0, origin=2, term=5)
+    assert limbo.owner_id == 2
+    # a PROMOTE of an older term than the newest is ignored
+    limbo.txn_limbo_process(PROMOTE, 2, 0, origin=3, term=4)
+    assert limbo.owner_id == 2 and limbo.promote_term_map[3] == 4
+    assert limbo.txn_limbo_is_replica_outdated(3) and not limbo.txn_limbo_is_replica_outdated(2)
+    assert decided == []
