@@ -1,8 +1,11 @@
 -- Tarantool 2.6.0's net.box module over Spindle's transport (transport.py).
 --
--- The connection object, its space and index objects built from the peer's schema,
--- futures, triggers and net.box.self live here; the socket, the state machine and
--- the pipelining are transport.py's. Request bodies are encoded and responses
+-- The connection object, its futures and triggers live here, its space and index
+-- objects (from the peer's schema) in net_box_schema.lua, net.box.self in
+-- net_box_self.lua; the socket, the state machine and the pipelining are
+-- transport.py's. Not here: the `buffer`/`skip_header` options (no ibuf module),
+-- the deprecated console connections, wrap() of a socket, SQL. Request bodies are
+-- encoded and responses
 -- decoded here with the msgpack module, as 2.6.0's net.box does, so results carry
 -- the same values (int64 cdata, box.NULL, map/array hints, decoded extensions).
 -- Error texts and the positions they carry are 2.6.0's (builtin/box/net_box.lua,
@@ -629,7 +632,7 @@ local function connect(...)
             worker_gone = true
             return
         end
-        local remote = ref.remote       -- luacheck: ignore (shadows on purpose)
+        local remote = ref.remote       -- (nil once the connection was collected)
         if remote == nil then
             return
         end
