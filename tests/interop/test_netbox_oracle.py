@@ -562,6 +562,9 @@ class FakeServer:
                 conn.sendall(b"hello" * 40)
                 time.sleep(5)
                 return
+            if self.mode == "no greeting":
+                time.sleep(5)
+                return
             if self.mode == "short greeting":
                 conn.sendall(b"Tarantool 2.6.0")
                 conn.close()
@@ -610,7 +613,7 @@ BAD_PEER_CLIENT = r"""
 io.stdout:setvbuf('no')
 local net = require('net.box')
 local fiber = require('fiber')
-local c = net.connect('127.0.0.1:' .. arg[1], {connect_timeout = 5})
+local c = net.connect('127.0.0.1:' .. arg[1], {connect_timeout = 2})
 print('state', c.state, c.error)
 if c.state == 'active' then
     local done = fiber.channel(2)
@@ -648,7 +651,7 @@ def _normalized(output: str) -> list[str]:
 
 
 def test_bad_peers_fail_the_waiting_fibers(tmp_path):
-    for mode in ("bad greeting", "short greeting", "garbage", "bad length", "dies mid-reply", "silent",
+    for mode in ("bad greeting", "short greeting", "no greeting", "garbage", "bad length", "dies mid-reply", "silent",
                  "wrong sync first"):
         server = FakeServer(mode)
         try:
