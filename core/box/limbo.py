@@ -122,6 +122,10 @@ class TxnLimbo:
         # PROMOTE terms (2.6.3): the greatest each instance wrote, and of them all
         self.promote_term_map: dict[int, int] = {}
         self.promote_greatest_term = 0
+        # called when the queue turns empty or non-empty, or the owner changes:
+        # the instance is read-only while another instance's entries are pending
+        # (2.6.2's txn_limbo_is_ro)
+        self.on_ro_change: Callable[[], None] = lambda: None
 
     def __repr__(self) -> str:
         return (f"<TxnLimbo owner={self.owner_id} len={len(self.queue)} "
@@ -158,6 +162,8 @@ class TxnLimbo:
             self._set_owner(owner)
         entry = LimboEntry(txn, wait_ack)
         self.queue.append(entry)
+        if len(self.queue) == 1:
+            self.on_ro_change()
         return entry
 
     def _set_owner(self, owner: int) -> None:
@@ -167,12 +173,15 @@ class TxnLimbo:
         self.confirmed_lsn = 0
         self._confirm_read_lsn = 0
         self._confirm_target = 0
+        self.on_ro_change()
 
     def _remove(self, entry: LimboEntry) -> bool:
         try:
             self.queue.remove(entry)
         except ValueError:
             return False
+        if not self.queue:
+            self.on_ro_change()
         return True
 
     def txn_limbo_abort(self, entry: LimboEntry) -> None:
@@ -300,6 +309,8 @@ class TxnLimbo:
             on_complete(entry)
             wake_entry(entry)
         if completed:
+            if not queue:
+                self.on_ro_change()
             self.broadcast()            # limbo-wide waiters: JOIN, checkpoints, timeouts
 
     # ------------------------------------------------------------ rollback

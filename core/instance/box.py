@@ -64,6 +64,7 @@ class Box:
         # (synchro.py) and `_cluster` changes for a formula quorum. The commit path
         # is installed with the WAL.
         self.limbo: TxnLimbo = limbo_txn.make_limbo(self)
+        self.limbo.on_ro_change = self._update_synchro_ro
         self.checkpoint_gate = CheckpointGate(sched)
         # leader election (raft.py): the state machine is `raft`, for replication
         self.box_raft = BoxRaft(self)
@@ -217,8 +218,10 @@ class Box:
     # -------------------------------------------------------------- journal
 
     def _journal(self, rows: list[XRow]) -> None:
+        # (CONFIRM/ROLLBACK go to the WAL whatever the state, as 2.6.0's limbo
+        # writes them: clear_synchro_queue decides another owner's entries)
         if self.read_only_reasons and any(
-                not _is_local_row(row) for row in rows):
+                not _is_local_row(row) and not is_synchro(row.type) for row in rows):
             raise ClientError(ErrorCode.ER_READONLY)
         wal = self.wal
         assert wal is not None   # (the journal is installed with the WAL: _start_wal)
@@ -251,6 +254,12 @@ class Box:
             self.read_only_reasons.discard(reason)
         if was != self.read_only:
             self.ro_cond.broadcast()
+
+    def _update_synchro_ro(self) -> None:
+        """2.6.2: read-only while the limbo holds another instance's entries (its
+        CONFIRM/ROLLBACK, or a new leader's PROMOTE, decides them)."""
+        limbo = self.limbo
+        self.set_read_only("synchro", bool(limbo.queue) and limbo.owner_id != self.instance_id)
 
     def set_orphan(self, orphan: bool, quiet: bool = False) -> None:
         """box_set_orphan: an orphan is read-only until enough upstreams are synced.

@@ -65,3 +65,25 @@ def test_a_voter_is_never_elected(tmp_path):
         # one of them a candidate again: it is elected, with the other's vote
         voters[0].eval("box.cfg{election_mode = 'candidate'}")
         assert wait_leader(voters) is voters[0]
+
+
+def test_a_replica_is_read_only_while_the_masters_sync_rows_are_pending(tmp_path):
+    """2.6.2's rule: the limbo holding another instance's entries makes the
+    instance read-only (box.info.ro_reason 'synchro') until they are decided."""
+    from ..fault.qsync_support import start_master, start_replica, wait_downstream
+
+    with Cluster(tmp_path) as cluster:
+        master = start_master(cluster, "spindle", quorum=3, replication_synchro_timeout=60)
+        replica = start_replica(cluster, "spindle", master, read_only=False)
+        wait_downstream(master)
+        assert replica.eval("return box.info.ro") is False
+        master.eval("require('fiber').create(function() box.space.sync:insert{1} end)")
+        wait_for(lambda: replica.eval("return box.info.ro_reason") == "synchro", 30,
+                 "the replica to be read-only for the master's pending row")
+        assert replica.eval("return box.info.ro") is True
+        assert replica.eval("local ok, err = pcall(box.space._schema.replace, box.space._schema, {'x'}) "
+                            "return err.code") == 7                       # ER_READONLY
+        master.eval("box.cfg{replication_synchro_quorum = 2}")          # confirmed now
+        wait_for(lambda: replica.eval("return box.info.ro") is False, 30,
+                 "the replica to be writable again")
+        assert replica.eval("return box.space.sync:get{1}") == [1]
