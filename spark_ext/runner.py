@@ -39,6 +39,7 @@ QUEUED, STARTING, RUNNING, DONE, FAILED, CANCELLED = (
     "queued", "starting", "running", "done", "failed", "cancelled")
 FINAL_STATES = frozenset((DONE, FAILED, CANCELLED))
 PROGRESS_PERIOD = 0.3
+SETTLE_SECONDS = 5.0         # how long a finished job waits for Spark's status store
 KEEP_FINISHED = 100          # finished jobs kept for status()/jobs()
 
 
@@ -196,6 +197,22 @@ def job_stages(context, group: str) -> dict[int, StageProgress]:
                 stage_id, stage.name, stage.numTasks, stage.numCompletedTasks,
                 stage.numActiveTasks, stage.numFailedTasks)
     return stages
+
+
+def final_stages(context, group: str, *, settle: bool,
+                 timeout: float = SETTLE_SECONDS) -> dict[int, StageProgress]:
+    """The stages of a job group once it has ended. Spark's status store is fed
+    by its listener bus, which may lag behind the job's end: with `settle`
+    (the job succeeded) its Spark jobs are waited for, up to `timeout`, to read
+    as ended, so that their counters are final."""
+    deadline = time.monotonic() + timeout
+    tracker = context.statusTracker()
+    while settle and time.monotonic() < deadline:
+        infos = [tracker.getJobInfo(j) for j in tracker.getJobIdsForGroup(group)]
+        if all(info is None or str(info.status) in ("SUCCEEDED", "FAILED") for info in infos):
+            break
+        time.sleep(0.02)
+    return job_stages(context, group)
 
 
 class SparkRunner:
@@ -389,7 +406,7 @@ class SparkRunner:
         stages = None
         if spark is not None:
             try:
-                stages = job_stages(spark.sparkContext, job.group)
+                stages = final_stages(spark.sparkContext, job.group, settle=state == DONE)
             except Exception:   # noqa: BLE001 - the counters stay as last polled
                 pass
         # The job's bars go before tx hears of the end: the console prints the
