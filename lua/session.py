@@ -28,7 +28,7 @@ def _plain_error(message: str) -> Exception:
     return exc
 
 _SESSION_LUA = b"""
-local native, session, trigger_reset = ...
+local native, session, trigger_reset, wait, console_push = ...
 local rawget, rawset, pcall, error, select, unpack = rawget, rawset, pcall, error, select, unpack
 session = session or {}
 local storages = {}
@@ -51,7 +51,17 @@ define('user', function() return native.user() end)
 define('type', function() return native.type() end)
 define('uid', function() return native.uid() end)
 define('euid', function() return native.euid() end)
-define('push', function(value, sync) return native.push(value, sync) end)
+define('push', function(...)
+    if select('#', ...) ~= 1 then
+        error('Usage: box.session.push(data)', 0)
+    end
+    local value = ...
+    if native.type() == 'console' then
+        -- the console formats the Lua value and writes it: the write may block
+        return wait(console_push, {value})
+    end
+    return native.push(value)
+end)
 define('su', function(user, fn, ...)
     if fn == nil then
         native.su_set(user)
@@ -153,8 +163,8 @@ class SessionModule:
         existing = rawget(box_table, b"session")
         natives = runtime.table({k: runtime.bridge(v) for k, v in self.natives.items()})
         chunk = runtime.load(_SESSION_LUA, "=box.session")
-        session, self._drop_storage, self._run_triggers = chunk(natives, existing,
-                                                                trigger_reset)
+        session, self._drop_storage, self._run_triggers = chunk(
+            natives, existing, trigger_reset, runtime.wait, self._console_push)
         runtime.lua.eval("rawset")(box_table, b"session", session)
 
     def _triggers_changed(self, kind: str, count: int) -> None:
@@ -225,15 +235,28 @@ class SessionModule:
             raise _plain_error("session.peer(): session does not exist")
         return session.peer or None
 
-    def _push(self, value: Any, sync: Any = None) -> Any:
+    def _unsupported_push(self, session: Session) -> Multi:
+        # 2.6.0 returns nil, error here instead of raising
+        err = ClientError(ErrorCode.ER_UNSUPPORTED, f"Session '{session.type}'", "push()")
+        return Multi((None, self.runtime.error_to_lua(err)))
+
+    def _push(self, value: Any) -> Any:
         from .iproto import _to_wire
         session = self.current()
         if session.type != "binary":
-            # 2.6.0 returns nil, error here instead of raising
-            err = ClientError(ErrorCode.ER_UNSUPPORTED, f"Session '{session.type}'", "push()")
-            return Multi((None, self.runtime.error_to_lua(err)))
-        session.push(MsgpackRaw(packb(_to_wire(value))), sync)
+            return self._unsupported_push(session)
+        session.push(MsgpackRaw(packb(_to_wire(value))))
         return True
+
+    def _console_push(self, packed) -> Any:
+        """A console session's push (a wait-request: it may block its fiber): its
+        console (lua/modules/console.py) writes the value to the client in the
+        session's output format, before the statement's reply."""
+        session = self.current()
+        pusher = getattr(session, "console_push", None)
+        if pusher is None:
+            return self._unsupported_push(session)
+        return pusher(packed)
 
     # --------------------------------------------------------------- users
 

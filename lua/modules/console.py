@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 from spindle.core import log
 from spindle.core.fiber.coio import CoSocket, address_text, listen, listen_unix, run_in_thread
-from spindle.core.iproto.errors import BoxError
+from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
 from spindle.core.net.session import ADMIN, SESSION_KEY, Session, format_peer
 from spindle.core.version import TARANTOOL_VERSION
 from spindle.lua.instance import ExitRequested
 
 from ..runtime import Multi, read_source
+from ..serialize import NULL, display_table
 
 if TYPE_CHECKING:
     from spindle.lua.console import ConsoleEngine, Reply
@@ -40,6 +41,13 @@ LUA_EOS = ";"
 GREETING = "%-63s\n%-63s\n" % (f"Tarantool {TARANTOOL_VERSION} (Lua console)",
                                "type 'help' for interactive help")
 LINE_MAX = 64 << 20     # a "line" past this with no end is garbage: drop the client
+
+# box.session.push() on a console socket: 2.6.0 tags a YAML push document so; in Lua
+# output its formatter concatenates the value's text, and nil makes that fail (push
+# then returns nil and that message)
+PUSH_TAG = ("!push!", "tag:tarantool.io/push,2018")
+PUSH_NIL_ERROR = ("builtin/box/console.lua:205: attempt to concatenate local 'value' "
+                  "(a nil value)")
 
 
 def _text(value: Any) -> str:
@@ -252,6 +260,9 @@ class ConsoleModule:
         session.bind(self.sched.current)
         engine = self.engine_for(session)
         engine.fiber_name = self.sched.current.name
+        session.console_push = lambda packed: self.push(conn, engine, packed)
+        # a peer's pushes while this console is connected on (console.connect)
+        engine.push_output = lambda text: conn.write(text.encode("utf-8", "surrogateescape"))
         try:
             try:
                 sessions.connected(session)
@@ -299,6 +310,25 @@ class ConsoleModule:
         if engine.remote is None and engine.output == "lua" and text.endswith(";\n"):
             return text[:-2] + self.lua_eos
         return text
+
+    def push(self, conn: CoSocket, engine: ConsoleEngine, packed) -> Any:
+        """box.session.push(value) in a console session: the value goes to the client
+        at once, as 2.6.0 writes it — a YAML document tagged !push!, or in Lua output
+        '-- Push' and the value's line, with the end-of-stream marker — and the
+        statement's reply follows later. `packed` is {value} (a Lua table)."""
+        from spindle.lua.render import yaml_document
+        if engine.output == "lua":
+            if packed[1] is None:     # (box.NULL is not nil: it shows as box.NULL)
+                return Multi((None, PUSH_NIL_ERROR))    # nothing written, as there
+            display = display_table(self.runtime, packed, 1, null=NULL)[0]
+            text = "-- Push\n" + self.wire_text(engine, engine._reply(values=[display]))
+        else:
+            text = yaml_document(display_table(self.runtime, packed, 1)[0], PUSH_TAG)
+        try:
+            conn.write(text.encode("utf-8", "surrogateescape"))
+        except OSError:
+            raise ClientError(ErrorCode.ER_SESSION_CLOSED) from None
+        return True
 
     # ----------------------------------------------------------------- eval
 
