@@ -309,6 +309,42 @@ def test_a_bar_no_one_waits_for_goes_before_the_prompt(monkeypatch):
     runner.close(5)
 
 
+def test_jvm_output_goes_to_the_log_never_to_the_terminal(monkeypatch):
+    import logging
+    import types
+
+    from spindle.core import log
+    from spindle.lua.box.spark import SparkApi
+    # the pipe the JVM writes to: each line to the sink, until every writer closed it
+    lines: list[str] = []
+    read_end, write_end = os.pipe()
+    pump = threading.Thread(target=session_module._pump, args=(read_end, lines.append))
+    pump.start()
+    os.write(write_end, b"WARNING: Using incubator modules\n\nTraceback (most recent")
+    os.close(write_end)
+    pump.join(10)
+    assert lines == ["WARNING: Using incubator modules", "Traceback (most recent"]
+    # py4j's and pyspark's loggers write there too, not on stderr
+    loggers = [logging.getLogger(name) for name in ("py4j", "pyspark")]
+    saved = [(lg.handlers[:], lg.propagate) for lg in loggers]
+    try:
+        session_module._route_python_loggers(lines.append)
+        logging.getLogger("py4j.clientserver").error("Error while sending\nsecond line")
+    finally:
+        for lg, (handlers, propagate) in zip(loggers, saved):
+            lg.handlers[:], lg.propagate = handlers, propagate
+    assert lines[-2:] == ["py4j.clientserver: Error while sending", "second line"]
+    # the instance log: INFO in a log file, VERBOSE (hidden by default) when the
+    # log is the terminal the console draws on
+    said: list = []
+    monkeypatch.setattr(log, "say", lambda level, text, *args: said.append((level, text % args)))
+    SparkApi._jvm_output(types.SimpleNamespace(storage=types.SimpleNamespace(_log_file=None)),
+                         "chatter")
+    SparkApi._jvm_output(types.SimpleNamespace(storage=types.SimpleNamespace(_log_file=1)),
+                         "chatter")
+    assert said == [(log.VERBOSE, "spark: chatter"), (log.INFO, "spark: chatter")]
+
+
 # ------------------------------------------------------------- import time
 
 def test_pyspark_is_not_imported_until_box_spark_is_used(tmp_path):
