@@ -63,6 +63,9 @@ define('push', function(...)
     return native.push(value)
 end)
 define('su', function(user, fn, ...)
+    if not native.configured() then     -- no users yet: 2.6.0 checks this first
+        error('Please call box.cfg{} first', 0)
+    end
     if fn == nil then
         native.su_set(user)
         return
@@ -150,6 +153,7 @@ class SessionModule:
             "su_pop": lambda: self.current().pop_user(),
             "effective_user": lambda: self._user_name(self.current().effective_user),
             "fd": self._fd,
+            "configured": self._configured,
             "triggers_changed": self._triggers_changed,
         }
 
@@ -183,6 +187,10 @@ class SessionModule:
                 if exc.code == ErrorCode.ER_UNKNOWN and type(exc) is LuaError:
                     exc.code = ErrorCode.ER_PROC_LUA      # error('text'), as 2.6.0 sends it
                 raise
+
+    def _configured(self) -> bool:
+        box = self._box_provider()
+        return box is not None and box.configured
 
     def _fd(self, sid: Any = None) -> int:
         session = self._find(sid)
