@@ -57,7 +57,7 @@ class Box:
         self.schema = Schema(self.engine)
         self._bootstrap_rows = load_bootstrap_rows()
         self.schema.create_system_spaces(self._bootstrap_rows)
-        self.replicaset = ReplicaSet(sched, self)
+        self.replicaset: ReplicaSet = ReplicaSet(sched, self)
         self.schema.on_cluster_change.append(self.replicaset.on_cluster_change)
         # synchronous replication (limbo_txn.py): the limbo, the gate a checkpoint
         # closes to drain it (limbo_checkpoint.py), and its hooks: the relays' ACKs

@@ -33,6 +33,8 @@ from spindle.core.raft.raft import Raft, RaftMsg, RaftState, raft_state_str
 from spindle.core.replication.relay import relay_push_raft
 from spindle.core.replication.replica import RelayState
 
+from .promote import Promoter
+
 if TYPE_CHECKING:
     from .box import Box
 
@@ -51,6 +53,10 @@ class BoxRaft:
         self.started = False
         self._cond = Cond(box.sched)
         self._worker = None
+        self._leader_known = Cond(box.sched)    # box.ctl.promote waits on it
+        self.raft.on_update.append(lambda raft: self._leader_known.broadcast())
+        self.promoter = Promoter(box)
+        self._promoted_term = 0                 # the term the worker promoted for
 
     # ------------------------------------------------------------ start-up
 
@@ -89,6 +95,25 @@ class BoxRaft:
         raft.cfg_is_enabled(mode != "off")
         self.update_read_only()
         self._wake()
+
+    def run_manual_election(self) -> None:
+        """box.ctl.promote in manual mode: a candidate for one election, begun
+        at once with a new term (no vote: the others start competing too), until
+        some leader is known; then no candidate again, without resigning."""
+        raft = self.raft
+        raft.start_candidate()
+        raft.new_term()
+        self._wake()
+        try:
+            while raft.is_enabled and not raft.leader:
+                self._leader_known.wait()
+                fiber = self.box.sched.current
+                if fiber is not None:
+                    fiber.testcancel()
+        finally:
+            if self.mode == "manual":
+                raft.stop_candidate(demote=False)
+                self._wake()
 
     def set_election_timeout(self, timeout: float) -> None:
         if self.started:
@@ -162,6 +187,10 @@ class BoxRaft:
                 if state is not None:
                     self._broadcast(state)
                     continue
+                if self._promote_due():
+                    self._promoted_term = raft.term
+                    self.promoter.promote_as_leader()
+                    continue
                 deadline = raft.timer_deadline
                 if deadline is not None and sched.clock() >= deadline:
                     raft.on_timer()
@@ -171,6 +200,13 @@ class BoxRaft:
                 self._cond.wait(None if deadline is None else deadline - sched.clock())
         except FiberIsCancelled:
             return
+
+    def _promote_due(self) -> bool:
+        """A candidate that became leader writes its PROMOTE (once a term)."""
+        raft = self.raft
+        return (raft.state == RaftState.LEADER and self.mode == "candidate"
+                and self._promoted_term != raft.term and raft.volatile_term == raft.term
+                and not self.promoter.in_promote)
 
     def _write(self, msg: RaftMsg) -> None:
         """One {term[, vote]} row to the WAL, a local row (component 0). 2.6.3

@@ -34,6 +34,12 @@ function ctl.clear_synchro_queue()
     wait(blocking.clear_synchro_queue)
 end
 
+-- box.ctl.promote() (2.6.3): become the leader (election_mode = 'manual': run one
+-- election) and take the synchronous queue over with a PROMOTE row.
+function ctl.promote()
+    wait(blocking.promote)
+end
+
 -- box.ctl.on_shutdown: triggers (newest first) run once when the instance stops by
 -- os.exit() or a signal; an error is logged and the others still run.
 local on_shutdown = {}

@@ -1,5 +1,5 @@
-"""box.ctl for Lua (lua/box/ctl.lua): wait_ro / wait_rw, replication_restart and
-clear_synchro_queue."""
+"""box.ctl for Lua (lua/box/ctl.lua): wait_ro / wait_rw, replication_restart,
+clear_synchro_queue and (2.6.3) promote."""
 from __future__ import annotations
 
 from typing import Any
@@ -15,7 +15,8 @@ class CtlApi:
         self.storage = storage
         runtime = storage.runtime
         blocking = {"wait_ro": self.wait_ro, "replication_restart": self.replication_restart,
-                    "clear_synchro_queue": self.clear_synchro_queue}
+                    "clear_synchro_queue": self.clear_synchro_queue,
+                    "promote": self.promote}
         chunk = runtime.load(read_source("box/ctl.lua"), "@box/ctl.lua")
         self.lua = chunk(runtime.table(blocking), runtime.wait, box_table,
                          storage.spaces.trigger_reset, runtime.globals.require(b"log"))
@@ -26,7 +27,15 @@ class CtlApi:
         self.storage.box.wait_ro(bool(want_ro), timeout)
 
     def clear_synchro_queue(self) -> None:
-        box_clear_synchro_queue(self.storage.box)
+        """2.6.0's with election off; with election on, 2.6.3's alias of promote."""
+        box = self.storage.box
+        if box.box_raft.mode != "off":
+            box.box_raft.promoter.promote()
+        else:
+            box_clear_synchro_queue(box)
+
+    def promote(self) -> None:
+        self.storage.box.box_raft.promoter.promote()
 
     def replication_restart(self, peer: Any = None) -> int:
         """Start again every applier in `stopped` state (or the one to `peer`)."""

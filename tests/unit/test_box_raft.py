@@ -53,9 +53,14 @@ def test_a_lone_candidate_elects_itself_and_persists_first(sched, tmp_path):
         # is a read-only follower
         seen["at start"] = (box.info()["election"], box.read_only)
         _wait(sched, lambda: box.raft.state == RaftState.LEADER)
+        # a new leader takes the synchronous queue over: its PROMOTE (2.6.3)
+        _wait(sched, lambda: box.limbo.promote_term_map.get(1) == 2)
         seen["elected"] = (box.info()["election"], box.read_only, box.ro_reason,
                            box.vclock.get(0))
         seen["wal"] = _raft_rows(_rows(tmp_path, ".xlog"))
+        seen["promote"] = [(row.replica_id, row.lsn, row.body_map())
+                           for row in _rows(tmp_path, ".xlog") if row.type == IprotoType.PROMOTE]
+        seen["owner"] = box.limbo.owner_id
         box.snapshot()
         box.stop()
         again = Box(sched)
@@ -72,9 +77,10 @@ def test_a_lone_candidate_elects_itself_and_persists_first(sched, tmp_path):
     # the WAL: {term} then {term, vote}, local rows of component 0
     assert seen["wal"] == [
         (0, 1, GroupId.LOCAL, RaftMsg(2)), (0, 2, GroupId.LOCAL, RaftMsg(2, 1))]
+    assert seen["promote"] == [(1, 1, {2: 0, 3: 0, 0x53: 2})] and seen["owner"] == 1
     # every snapshot since election was used ends with the persisted term and vote
     snaps = list_files(str(tmp_path), ".snap")     # (the bootstrap one is collected)
-    assert [entry.signature for entry in snaps] == [2, 3]
+    assert [entry.signature for entry in snaps] == [3, 4]
     for entry in snaps:
         with XlogReader(entry.path) as reader:
             last = list(reader.rows())[-1]
