@@ -248,6 +248,7 @@ class Transport:
             try:
                 greeting = self._establish()
             except LinkError as failure:
+                self._close_socket()        # (one that gave no greeting in time)
                 timeout = self._reconnect_timeout()
                 if timeout is None:
                     self._fail("error", ErrorCode.ER_NO_CONNECTION, failure.message)
