@@ -1,7 +1,7 @@
 """Runs one instance for the CLI: the scheduler loop, the main fiber, the console.
 
 Exit rules, as Tarantool's: a script that raises ends the process at once with status
-1 and the Lua traceback on stderr; os.exit(n) ends it with n; otherwise the process
+1 and the error on stderr; os.exit(n) ends it with n; otherwise the process
 lives while fibers, listeners or timers do; leaving the console (Ctrl-D, \\quit) exits.
 SIGTERM and SIGINT end it with status 0 (signals.py has the signals).
 """
@@ -132,12 +132,14 @@ class Launcher:
 
 
 def report_fatal(exc: BaseException) -> None:
-    """What Tarantool prints when a script fails: the error, its Lua traceback."""
-    if isinstance(exc, (BoxError, LuaLoadError)):
+    """What Tarantool prints when a script fails: the error as error_log() writes
+    it (no Lua traceback: 2.6.0 prints none), then the fatal line."""
+    if isinstance(exc, BoxError):
+        text = exc.log_text()
+    elif isinstance(exc, LuaLoadError):
         text = f"{exc.type}: {exc.message}"
     else:   # a fault of Spindle's own: said in Tarantool's terms, not Python's
         text = f"SystemError: {exc}"
-    trace = getattr(exc, "lua_traceback", "")
-    sys.stderr.write(text + ("\n" + trace if trace else "") + "\n")
+    sys.stderr.write(text + "\n")
     sys.stderr.write("fatal error, exiting the event loop\n")
     sys.stderr.flush()

@@ -91,13 +91,14 @@ class Fiber:
         self.storage.clear()
 
     def _log_error(self, exc: BaseException) -> None:
-        lua_traceback = getattr(exc, "lua_traceback", None)
-        if lua_traceback:
-            log.error("%s\n%s", exc, lua_traceback)
-        elif isinstance(exc, BoxError):
-            log.error("%s", exc)
-        else:
-            log.error("%s", "".join(traceback.format_exception(exc)).rstrip())
+        """A fiber's uncaught error, as 2.6.0 logs it (error_log: `LuajitError:
+        ...`, no Lua traceback). A fault of Spindle's own is said in Tarantool's
+        terms; its Python traceback goes to the debug level only."""
+        if isinstance(exc, BoxError):
+            log.error("%s", exc.log_text())
+            return
+        log.error("SystemError: %s", exc)
+        log.debug("%s", "".join(traceback.format_exception(exc)).rstrip())
 
     # ------------------------------------------------------- user-facing API
 

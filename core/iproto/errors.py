@@ -540,6 +540,22 @@ class BoxError(Exception):
     def __str__(self) -> str:
         return self.message
 
+    def log_text(self) -> str:
+        """The line 2.6.0's error_log() writes for it (a script's uncaught error, a
+        fiber's): an error of the ClientError family by its code's name
+        (`ER_ACCESS_DENIED: ...`), a CustomError as 2.6.0 literally prints it (its
+        format's `%s` unfilled), any other by its type (`LuajitError: ...`)."""
+        if self.base_type == "CustomError":
+            name = "Custom type %s"
+        elif self.type in ("ClientError", "AccessDeniedError"):
+            try:
+                name = ErrorCode(self.code).name
+            except ValueError:
+                name = "ER_UNKNOWN"
+        else:
+            name = self.type
+        return f"{name}: {self.message}"
+
     def located(self, file: str, line: int) -> BoxError:
         """Give the error the source position 2.6.0 reports for it (the FILE and
         LINE of its IPROTO error entry, `trace` in Lua); returns the error."""

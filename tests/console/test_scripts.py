@@ -48,12 +48,15 @@ def test_os_exit_sets_the_status(tmp_path):
     assert "after" not in result.stdout
 
 
-def test_a_failing_script_exits_1_with_a_traceback(tmp_path):
+def test_a_failing_script_exits_1_with_the_error_as_2_6_0_prints_it(tmp_path):
     write(tmp_path, "fail.lua", "local x = 1\n\nerror('boom')\n")
     result = run(["fail.lua"], tmp_path)
     assert result.returncode == 1
-    assert "fail.lua:3: boom" in result.stderr
-    assert "stack traceback" in result.stderr
+    assert result.stderr == ("LuajitError: fail.lua:3: boom\n"
+                             "fatal error, exiting the event loop\n")     # no traceback
+    write(tmp_path, "denied.lua", "box.error(box.error.ILLEGAL_PARAMS, 'x')\n")
+    result = run(["denied.lua"], tmp_path)
+    assert result.stderr.startswith("ER_ILLEGAL_PARAMS: Illegal parameters, x\n")
 
 
 def test_dash_e_runs_a_chunk(tmp_path):
