@@ -82,8 +82,10 @@ def wait_leader(nodes: list[Node], timeout: float = 60.0) -> Node:
 
 
 def start_all(nodes: list[Node]) -> None:
-    """Start them together; return once each runs (not orphan) and follows all
-    the others (a leader killed before that would leave one orphan for good)."""
+    """Start them together; return once each runs (not orphan) and is connected
+    to all the others (a leader killed before that would leave one orphan for
+    good). 'sync' counts as connected: with election on, an upstream that is
+    not the leader may stay there (its data is dropped, as in 2.6.3)."""
     for node in nodes:
         node.start(wait=False)
     for node in nodes:
@@ -97,6 +99,7 @@ def full_mesh(node: Node, count: int) -> bool:
         if box.info.status ~= 'running' then return false end
         local n = 0
         for _, r in pairs(box.info.replication) do
-            if r.upstream and r.upstream.status == 'follow' then n = n + 1 end
+            local status = r.upstream and r.upstream.status
+            if status == 'follow' or status == 'sync' then n = n + 1 end
         end
         return n >= ...""", count - 1)

@@ -87,3 +87,55 @@ def test_a_replica_is_read_only_while_the_masters_sync_rows_are_pending(tmp_path
         wait_for(lambda: replica.eval("return box.info.ro") is False, 30,
                  "the replica to be writable again")
         assert replica.eval("return box.space.sync:get{1}") == [1]
+
+
+def test_promote_in_manual_mode_makes_the_caller_leader(tmp_path):
+    """gh-3055 of 2.6.3: with every node manual, box.ctl.promote() on a follower
+    makes it the leader in a bigger term, writable; then on another one too."""
+    with Cluster(tmp_path) as cluster:
+        nodes = add_nodes(cluster, ["spindle"] * 3)
+        start_all(nodes)
+        leader = wait_leader(nodes)
+        for node in nodes:
+            node.eval("box.cfg{election_mode = 'manual'}")
+        # a leader switched to manual resigns at once
+        wait_for(lambda: all(election(node)["leader"] == 0 for node in nodes), 30,
+                 "the leader to resign")
+        for caller in [node for node in nodes if node is not leader]:
+            term = election(caller)["term"]
+            caller.eval("box.ctl.promote()")
+            assert election(caller)["state"] == "leader"
+            assert election(caller)["term"] > term
+            assert wait_leader(nodes) is caller
+            _writes_through(caller, [node for node in nodes if node is not caller],
+                            caller.info("id"))
+
+
+def test_a_new_leader_finishes_the_old_leaders_pending_sync_row(tmp_path):
+    """election_qsync of 2.6.3: a synchronous row that could not get its quorum
+    on the killed leader is confirmed by the new leader (PROMOTE), not lost."""
+    with Cluster(tmp_path) as cluster:
+        nodes = add_nodes(cluster, ["spindle"] * 3, replication_synchro_timeout=1000)
+        start_all(nodes)
+        leader = wait_leader(nodes)
+        leader.eval("box.schema.space.create('sync', {is_sync = true})"
+                    ":create_index('pk')")
+        followers = [node for node in nodes if node is not leader]
+        for follower in followers:
+            wait_caught_up(follower, leader)
+        # a quorum no one can give: the row stays pending on every node
+        leader.eval("box.cfg{replication_synchro_quorum = 4}")
+        leader.eval("require('fiber').create(function() box.space.sync:insert{1} end)")
+        for follower in followers:
+            wait_for(lambda: follower.eval("return box.space.sync:get{1} ~= nil"), 30,
+                     "the pending row on the followers")
+        leader.kill()
+        new_leader = wait_leader(followers)
+        wait_for(lambda: new_leader.eval("return box.info.synchro.queue.len") == 0, 30,
+                 "the new leader to finish the queue")
+        wait_for(lambda: new_leader.eval("return box.info.ro") is False, 30,
+                 "the new leader to be writable")
+        new_leader.eval("box.space.sync:insert{2}")
+        for node in followers:
+            wait_for(lambda: node.eval("return box.space.sync:count()") == 2, 30,
+                     "both rows everywhere")

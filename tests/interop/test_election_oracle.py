@@ -124,3 +124,39 @@ def test_election_off_keeps_2_6_0_replicas_following(tmp_path):
         scan = subprocess.run([tarantool_binary(), "-e", _NO_RAFT_ROWS.replace(
             "...", repr(str(master.workdir)))], capture_output=True, text=True, timeout=60)
         assert scan.stdout.strip() == "0", scan.stderr
+
+
+_PROMOTE_SCRIPT = """
+box.cfg{election_mode = 'voter', election_timeout = 0.5}
+local function show(...) print(...) end
+local ok, err = pcall(box.ctl.promote) show('voter', ok, tostring(err))
+ok, err = pcall(box.ctl.clear_synchro_queue) show('voter clear', ok, tostring(err))
+box.cfg{election_mode = 'manual'}
+show('manual before', box.info.election.state, box.info.ro)
+ok, err = pcall(box.ctl.promote) show('manual', ok, tostring(err))
+show('manual after', box.info.election.state, box.info.election.leader, box.info.ro)
+ok, err = pcall(box.ctl.promote) show('manual again', ok, tostring(err))
+box.cfg{election_mode = 'candidate'}
+show('candidate', box.info.election.state, box.info.ro)
+ok, err = pcall(box.ctl.promote) show('candidate leader', ok, tostring(err))
+box.cfg{election_mode = 'voter'}
+show('voter again', box.info.election.state, box.info.election.leader, box.info.ro)
+box.cfg{election_mode = 'candidate'}
+require('fiber').sleep(0)
+ok, err = pcall(box.ctl.promote) show('candidate follower', ok, tostring(err))
+box.cfg{election_mode = 'off'}
+ok, err = pcall(box.ctl.promote) show('off', ok, tostring(err), box.info.ro)
+os.exit(0)
+"""
+
+
+def test_promote_by_mode_as_2_6_3(tmp_path):
+    """box.ctl.promote (and clear_synchro_queue, its alias with election on) on a
+    lone instance in every mode: the same refusals and states as 2.6.3."""
+    (tmp_path / "tarantool").mkdir()
+    (tmp_path / "spindle").mkdir()
+    real = run_script(tarantool_2_6_3(), _PROMOTE_SCRIPT, tmp_path / "tarantool")
+    ours = run_script(SPINDLE, _PROMOTE_SCRIPT, tmp_path / "spindle")
+    assert real.returncode == 0, real.stderr
+    assert "manual after\tleader" in real.stdout
+    assert ours.stdout == real.stdout, ours.stderr
