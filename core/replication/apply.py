@@ -52,6 +52,7 @@ SNAPSHOT_BATCH = 1000      # snapshot rows per transaction (and per yield)
 # per-row constants (an enum member read from its class costs ~0.1 µs on Python 3.11)
 _NOP = int(IprotoType.NOP)
 _PUT_TYPES = (int(IprotoType.INSERT), int(IprotoType.REPLACE))
+_CONFIRM_ROLLBACK = (int(IprotoType.CONFIRM), int(IprotoType.ROLLBACK))
 _SPACE_ID, _TUPLE = int(IprotoKey.SPACE_ID), int(IprotoKey.TUPLE)
 
 
@@ -190,6 +191,8 @@ class ReplicatedTx:
             # in the middle of a transaction): keep only the rows not applied yet.
             rows = [row for row in rows if row.lsn > known_lsn(replicaset, row.replica_id)]
             requests = None
+        if box.limbo.promote_greatest_term and box.raft.is_enabled:
+            rows = applier_synchro_filter_tx(box, rows)
         statements: list[Statement] = []    # while no transaction is made
         txn = adopt(box.engine, statements) if box.limbo.queue else None
         journal_rows, txn = _apply_rows(box, txn, statements, rows, requests, skip_conflict)
@@ -321,6 +324,24 @@ def _one_replica_rising(rows: list[XRow]) -> bool:
             return False
         lsn = row.lsn
     return True
+
+
+def applier_synchro_filter_tx(box: ReplicationInstanceApi, rows: list[XRow]) -> list[XRow]:
+    """2.6.3's filter (election on): a CONFIRM/ROLLBACK of an instance whose last
+    PROMOTE term is behind the newest one comes from a deposed leader — it is
+    logged as a NOP, so that it decides nothing (a PROMOTE always passes: it
+    says who owns the limbo). 2.6.3 also NOPs such an instance's transactions
+    whose last row carries IPROTO_FLAGS WAIT_SYNC; 2.6.3 itself does not set
+    that bit right (raft.md §5.6) and 2.6.0's rows never have it, so that part
+    has nothing to act on here."""
+    first = rows[0]
+    if first.type not in _CONFIRM_ROLLBACK:
+        return rows
+    if not box.limbo.txn_limbo_is_replica_outdated(first.replica_id):
+        return rows
+    log.info("RAFT: synchro row {%d: %d} of an outdated term: NOP", first.replica_id,
+             first.lsn)
+    return [dataclasses.replace(row, type=IprotoType.NOP, body=None) for row in rows]
 
 
 def _skip_conflict(rows: list[XRow], journal_rows: list[XRow], i: int,

@@ -172,3 +172,23 @@ def test_malformed_raft_rows_are_refused(row, message):
 def test_unknown_raft_keys_are_skipped():
     row = XRow(IprotoType.RAFT, body=bytes.fromhex("83000507090202"), group_id=1)
     assert decode_raft(row) == RaftMsg(5, 0, 2)
+
+
+def test_a_deposed_leaders_confirm_is_logged_as_a_nop():
+    from types import SimpleNamespace
+
+    from spindle.core.box.limbo import PROMOTE, TxnLimbo
+    from spindle.core.iproto.request import synchro_row
+    from spindle.core.replication.apply import applier_synchro_filter_tx
+
+    limbo = TxnLimbo(instance_id=lambda: 3, quorum=lambda: 2, synchro_timeout=lambda: 5.0,
+                     clock=lambda: 0.0, wait=lambda timeout: False, broadcast=lambda: None,
+                     write_synchro=lambda *args: None, on_complete=lambda entry: None)
+    limbo.txn_limbo_process(PROMOTE, 0, 0, origin=1, term=2)
+    limbo.txn_limbo_process(PROMOTE, 1, 0, origin=2, term=3)
+    box = SimpleNamespace(limbo=limbo)
+    old = [synchro_row(IprotoType.CONFIRM, 1, 5, replica_id=1, lsn=6)]
+    nop, = applier_synchro_filter_tx(box, old)
+    assert (nop.type, nop.body, nop.replica_id, nop.lsn) == (IprotoType.NOP, None, 1, 6)
+    current = [synchro_row(IprotoType.CONFIRM, 2, 5, replica_id=2, lsn=6)]
+    assert applier_synchro_filter_tx(box, current) is current
