@@ -1,14 +1,17 @@
 """Cooperative sockets (Tarantool's coio): blocking calls that park only the fiber.
 
 Every call takes an optional timeout; when it runs out the call raises TimedOut and the
-socket stays usable. Name resolution and other blocking work go to a thread through
-`run_in_thread`, whose completion comes back through the scheduler's wakeup.
+socket stays usable. Name resolution and other blocking work go to a worker thread (a
+small persistent pool) through `run_in_thread`, whose completion comes back through
+the scheduler's wakeup.
 """
 from __future__ import annotations
 
+import atexit
 import errno
 import ipaddress
 import os
+import queue
 import selectors
 import socket
 import stat
@@ -218,10 +221,84 @@ def listen_unix(sched, path: str, backlog: int = 1024) -> CoSocket:
     return CoSocket(sched, sock)
 
 
-def run_in_thread(sched, fn: Callable, *args, timeout: float | None = None) -> Any:
-    """Run blocking `fn(*args)` in a helper thread while the calling fiber waits.
+class WorkerPool:
+    """The helper threads of run_in_thread, as 2.6.0's coio keeps a pool of workers:
+    starting a thread per call cost more than a small disk call itself.
 
-    On timeout the thread is left to finish on its own and its result is dropped."""
+    Threads are started on demand, when every thread is busy, so a call never waits
+    behind another (one blocked on a FIFO, a slow DNS lookup): no deadlock, no queue.
+    A thread that finishes goes idle, up to `keep` idle ones; past that it ends, so
+    a burst leaves `keep` threads behind, not the burst's. A thread counts itself
+    idle before it hands the result over, so the caller's next call finds it free.
+    The threads are daemons (a call still blocked does not hold the process at
+    exit); at exit the idle ones are told to end, and a child made by fork starts
+    with none."""
+
+    def __init__(self, keep: int = 4):
+        self.keep = keep
+        self._lock = threading.Lock()
+        self._tasks: queue.SimpleQueue = queue.SimpleQueue()
+        self._idle = 0          # threads waiting for a task, none of them promised one
+        self._threads = 0
+
+    def submit(self, fn: Callable, args: tuple, done: Callable[[Any, Any], None]) -> None:
+        """Run fn(*args) in a worker, then done(result, None) or done(None, exc)
+        from that worker (`done` must not raise)."""
+        with self._lock:
+            start = self._idle == 0
+            if start:
+                self._threads += 1
+            else:
+                self._idle -= 1     # this task is that thread's
+        self._tasks.put((fn, args, done))
+        if start:
+            threading.Thread(target=self._work, name="coio", daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            task = self._tasks.get()
+            if task is None:
+                return
+            fn, args, done = task
+            try:
+                result, error = fn(*args), None
+            except BaseException as exc:   # noqa: BLE001 - carried back to the caller
+                result, error = None, exc
+            with self._lock:
+                retire = self._idle >= self.keep
+                if retire:
+                    self._threads -= 1
+                else:
+                    self._idle += 1
+            done(result, error)
+            if retire:
+                return
+
+    def shutdown(self) -> None:
+        """End the idle threads (the busy ones end with the process)."""
+        with self._lock:
+            idle, self._idle = self._idle, 0
+            self._threads -= idle
+        for _ in range(idle):
+            self._tasks.put(None)
+
+    def _forget(self) -> None:
+        # (in a forked child: the parent's threads do not exist there)
+        self._lock = threading.Lock()
+        self._tasks = queue.SimpleQueue()
+        self._idle = self._threads = 0
+
+
+_POOL = WorkerPool()
+atexit.register(_POOL.shutdown)
+os.register_at_fork(after_in_child=_POOL._forget)
+
+
+def run_in_thread(sched, fn: Callable, *args, timeout: float | None = None) -> Any:
+    """Run blocking `fn(*args)` in a helper thread (of the pool) while the calling
+    fiber waits; the other fibers run meanwhile.
+
+    On timeout the call is left to finish on its own and its result is dropped."""
     me = sched.current
     outcome: dict[str, Any] = {}
 
@@ -229,14 +306,13 @@ def run_in_thread(sched, fn: Callable, *args, timeout: float | None = None) -> A
         outcome["result"], outcome["error"] = result, error
         sched.wakeup(me)
 
-    def work():
+    def deliver(result, error):     # (in the worker)
         try:
-            result, error = fn(*args), None
-        except BaseException as exc:   # noqa: BLE001 - carried back to the fiber
-            result, error = None, exc
-        sched.call_soon_threadsafe(finished, result, error)
+            sched.call_soon_threadsafe(finished, result, error)
+        except Exception:   # noqa: BLE001 - the hub is gone (exit): nobody waits
+            pass
 
-    threading.Thread(target=work, name="coio", daemon=True).start()
+    _POOL.submit(fn, args, deliver)
     deadline = None if timeout is None else sched.clock() + timeout
     while "error" not in outcome:
         remaining = None if deadline is None else deadline - sched.clock()
