@@ -160,3 +160,32 @@ def test_promote_by_mode_as_2_6_3(tmp_path):
     assert real.returncode == 0, real.stderr
     assert "manual after\tleader" in real.stdout
     assert ours.stdout == real.stdout, ours.stderr
+
+
+_MAKE_2_6_3_DIR = """
+box.cfg{election_mode = 'candidate', election_timeout = 0.3}
+box.ctl.wait_rw(30)
+box.schema.space.create('s'):create_index('pk')
+box.space.s:insert{1}
+box.snapshot()
+box.space.s:insert{2}
+print(box.info.election.term, box.info.election.vote)
+os.exit(0)
+"""
+
+_READ_DIR = """
+box.cfg{}
+local e = box.info.election
+print(e.state, e.term, e.vote, e.leader, box.space.s:count(), box.info.ro)
+os.exit(0)
+"""
+
+
+def test_spindle_starts_on_a_2_6_3_data_dir(tmp_path):
+    """2.6.3 ends every snapshot with a raft row and logs raft and PROMOTE rows:
+    Spindle recovers its term and vote and the data from them."""
+    made = run_script(tarantool_2_6_3(), _MAKE_2_6_3_DIR, tmp_path)
+    assert made.returncode == 0, made.stderr
+    term, vote = made.stdout.split()
+    ours = run_script(SPINDLE, _READ_DIR, tmp_path, name="read.lua")
+    assert ours.stdout.split() == ["follower", term, vote, "0", "2", "false"], ours.stderr
