@@ -294,8 +294,10 @@ def test_select_body():
 
 def test_synchro_bodies():
     assert encode_synchro_body(1, 22).hex() == "8202010316"
-    assert decode_synchro_body(bytes.fromhex("8202010316")) == (1, 22)
-    assert decode_synchro_body(pack({"x": 1, 2: 3, 3: 70000, 9: [1]})) == (3, 70000)
+    assert decode_synchro_body(bytes.fromhex("8202010316")) == (1, 22, 0)
+    assert decode_synchro_body(pack({"x": 1, 2: 3, 3: 70000, 9: [1]})) == (3, 70000, 0)
+    # a PROMOTE of 2.6.3 (raft.md §5.5): its writer's term under IPROTO_TERM
+    assert decode_synchro_body(pack({2: 1, 3: 25, 0x53: 6})) == (1, 25, 6)
     row = synchro_row(IprotoType.ROLLBACK, 1, 24, replica_id=1, lsn=25)
     assert row.encode().hex() == "8300290201031982020103" + "18"
     for bad in (None, pack([1]), pack({2: "a", 3: 1}), b"\xc1"):
