@@ -257,9 +257,12 @@ class Box:
 
     def _update_synchro_ro(self) -> None:
         """2.6.2: read-only while the limbo holds another instance's entries (its
-        CONFIRM/ROLLBACK, or a new leader's PROMOTE, decides them)."""
+        CONFIRM/ROLLBACK, or a new leader's PROMOTE, decides them). Only with
+        election on: with it off Spindle is 2.6.0, which lets such a write fail
+        on the limbo instead (ER_UNCOMMITTED_FOREIGN_SYNC_TXNS)."""
         limbo = self.limbo
-        self.set_read_only("synchro", bool(limbo.queue) and limbo.owner_id != self.instance_id)
+        self.set_read_only("synchro", self.box_raft.mode != "off" and bool(limbo.queue)
+                           and limbo.owner_id != self.instance_id)
 
     def set_orphan(self, orphan: bool, quiet: bool = False) -> None:
         """box_set_orphan: an orphan is read-only until enough upstreams are synced.

@@ -94,6 +94,7 @@ class BoxRaft:
         raft.cfg_is_candidate(mode == "candidate")
         raft.cfg_is_enabled(mode != "off")
         self.update_read_only()
+        self.box._update_synchro_ro()       # (2.6.2's limbo rule: with election on)
         self._wake()
 
     def run_manual_election(self) -> None:
