@@ -33,7 +33,7 @@ from spindle.core.xlog.format import SNAP, XLOG, XlogError
 
 from .rows import DML_TYPES, INSERT, SPACE_SPACE_ID, RowFilter, SpaceNames, space_row_markers
 from .scan import (
-    ROW_ERRORS, SNAP_KIND, XLOG_KIND, ScanTask, iter_rows, open_file, payloads,
+    ROW_ERRORS, SNAP_KIND, XLOG_KIND, ScanTask, file_meta, iter_rows, open_file, payloads,
 )
 
 DEFAULT_SPLIT_BYTES = 64 << 20
@@ -54,8 +54,7 @@ class FileInfo:
 
 
 def file_info(path: str, kind: str) -> FileInfo:
-    with open_file(path) as reader:
-        meta = reader.meta
+    meta = file_meta(path)
     if meta.filetype != FILETYPES[kind]:
         raise XlogError(f"{path}: not a {FILETYPES[kind]} file (it is {meta.filetype})")
     st = os.stat(path)

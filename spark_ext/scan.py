@@ -29,8 +29,8 @@ import pyarrow.compute as pc
 
 from spindle.core.iproto.constants import IprotoFlag, IprotoKey
 from spindle.core.iproto.xrow import tsn_of
-from spindle.core.xlog.files import XlogReader
-from spindle.core.xlog.format import CorruptBlock, DataAfterEof, XlogError, XlogHeaderError
+from spindle.core.xlog.files import XlogReader, read_meta
+from spindle.core.xlog.format import CorruptBlock, DataAfterEof, XlogError, XlogHeaderError, XlogMeta
 
 from .rows import (
     ARROW_SCHEMA, BODY_KEY_NAMES, COLUMN_NAMES, DML_TYPES, NOP, SPACE_SPACE_ID, UPDATE, RowFilter,
@@ -98,6 +98,16 @@ def open_file(path: str, *, start: int | None = None, end: int | None = None) ->
     try:
         return XlogReader(path, chunk_size=READ_CHUNK, with_rows=False, start=start, end=end,
                           grow=False)
+    except XlogHeaderError as exc:
+        if str(exc).startswith(f"{path}: "):
+            raise
+        raise XlogHeaderError(f"{path}: {exc}") from exc
+
+
+def file_meta(path: str) -> XlogMeta:
+    """The header of `path` alone (its first KiB is read); errors as open_file's."""
+    try:
+        return read_meta(path)
     except XlogHeaderError as exc:
         if str(exc).startswith(f"{path}: "):
             raise

@@ -409,28 +409,24 @@ class XlogReader:
             if end is None and not grow:
                 end = os.fstat(self._file.fileno()).st_size
             self._end = end
-            self.meta, self.header_size, head_rest = self._read_header()
+            self.meta, self.header_size, head = self._read_header()
             if expected_type is not None and self.meta.filetype != expected_type:
                 raise ClientError(ErrorCode.ER_INVALID_XLOG_TYPE, expected_type,
                                   self.meta.filetype)
             if start is None or start == self.header_size:
-                self._file_pos = self.header_size + len(head_rest)
-                self._stream = BlockStream(self.header_size, with_rows=with_rows)
+                if end is not None and len(head) > end:
+                    head = head[:max(end, self.header_size)]
+                # the blocks read with the header are decoded from that chunk as it is
+                self._stream = BlockStream(0, with_rows=with_rows)
+                self._stream.feed(head, skip=self.header_size)
             else:
-                self._file.seek(start)
-                self._file_pos = start
                 self._stream = BlockStream(start, with_rows=with_rows)
-                head_rest = b""
-            if end is not None and self._file_pos > end:
-                head_rest = head_rest[:max(0, len(head_rest) - (self._file_pos - end))]
-                self._file_pos = end
         except BaseException:
             self._file.close()
             raise
-        self._stream.feed(head_rest)
 
     def _read_header(self) -> tuple[XlogMeta, int, bytes]:
-        """(header, its size, the bytes read after it)."""
+        """(header, its size, every byte read: the header and what follows it)."""
         data = b""
         while True:
             chunk = self._file.read(max(self._chunk, META_LEN_MAX + 2))
@@ -438,7 +434,7 @@ class XlogReader:
             parsed = parse_meta(data)
             if parsed is not None:
                 meta, size = parsed
-                return meta, size, data[size:]
+                return meta, size, data
             if not chunk:
                 raise XlogHeaderError(f"{self.path}: Unexpected end of file")
 
@@ -447,17 +443,23 @@ class XlogReader:
         """File offset just after the last block returned (where good data ends)."""
         return self._stream.position
 
-    def _read_more(self) -> bool:
-        want = self._chunk
+    def _read_more(self, needed: int = 0) -> bool:
+        """Read the file again from where decoding stands, at least `needed` bytes
+        (the block that did not fit) and up to a chunk: the bytes not decoded yet
+        are read again with the new ones rather than joined to them, one copy less
+        per chunk (they are in the page cache). False when nothing new came."""
+        stream = self._stream
+        at = stream.position
+        want = max(self._chunk, needed)
         if self._end is not None:
-            want = min(want, self._end - self._file_pos)
-            if want <= 0:
-                return False
-        data = self._file.read(want)
-        if not data:
+            want = min(want, self._end - at)
+        have = stream.buffered
+        if want <= have:
             return False
-        self._file_pos += len(data)
-        self._stream.feed(data)
+        data = os.pread(self._file.fileno(), want, at)
+        if len(data) <= have:
+            return False
+        stream.refill(data)
         return True
 
     def blocks(self) -> Iterator[Block]:
@@ -482,7 +484,7 @@ class XlogReader:
                 if self._read_more():
                     self._stream.next()   # raises DataAfterEof
                 return
-            elif not self._read_more():
+            elif not self._read_more(item.needed):
                 self._note_tail(item)
                 return
 

@@ -609,17 +609,27 @@ class BlockStream:
     def buffered(self) -> int:
         return len(self._buf) - self._pos
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes, skip: int = 0) -> None:
+        """Add bytes read after those fed before. `skip` (only with nothing left
+        to decode): the first bytes of `data` are not blocks (a reader's header,
+        read in the same chunk as the first blocks) and are passed over."""
         buf = self._buf
         if self._pos >= len(buf):
             # All consumed (the usual case between whole chunks of a file): the
             # new bytes become the buffer as they are, no copy.
-            self._base += len(buf)
-            self._buf, self._pos = data, 0
+            self._base += self._pos
+            self._buf, self._pos = data, min(skip, len(data))
             return
+        assert not skip, "skip is for a stream with nothing left to decode"
         # A block cut by the end of the last chunk: its start joins the new bytes.
         self._base += self._pos
         self._buf, self._pos = bytes(buf[self._pos:]) + data, 0
+
+    def refill(self, data: bytes) -> None:
+        """Replace the bytes not decoded yet by `data`, which starts with them (the
+        file read again from `position`) and goes on past them."""
+        self._base += self._pos
+        self._buf, self._pos = data, 0
 
     def next(self) -> Block | NeedMore | EofMarker:
         if self.eof is not None:
@@ -677,8 +687,8 @@ def decode_file(data: bytes, *, with_rows: bool = True) -> XlogContents:
     if parsed is None:
         raise XlogHeaderError("Unexpected end of file")
     meta, pos = parsed
-    stream = BlockStream(pos, with_rows=with_rows)
-    stream.feed(data[pos:])
+    stream = BlockStream(0, with_rows=with_rows)
+    stream.feed(data, skip=pos)
     blocks: list[Block] = []
     while True:
         item = stream.next()
