@@ -22,7 +22,7 @@ Tuples are Python tuples; lists given as tuples are converted.
 from __future__ import annotations
 
 from spindle.core import log
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from spindle.core.box.field_types import (
     INDEXABLE, UINT64_MAX, FieldType, field_type_by_name, format_check, is_compatible,
@@ -33,6 +33,8 @@ from spindle.core.box.index import DupMode, Index, IndexDef, IndexType, make_ind
 from spindle.core.box.json_path import PathChecks, container_type
 from spindle.core.box.key_def import normalize_key
 from spindle.core.box.memtx_arena import MemtxArena
+if TYPE_CHECKING:
+    from spindle.core.box.index_func import Functions
 from spindle.core.box.stat import REQUESTS
 from spindle.core.box.sequence import (
     Sequence as SpaceSequence, handle_sequence, sequence_tuple,
@@ -120,6 +122,8 @@ class Space:
         # the bsize this space may reach before it asks the arena for more
         self.arena = MemtxArena()
         self._bsize_granted = 0
+        # the engine's persistent functions, for functional indexes (Engine.create_space)
+        self.functions: Functions | None = None
         self._format: list[FieldDef] = [FieldDef.of(f) for f in (format or [])]
         self._rebuild_format()
         for index_def in indexes or ():

@@ -129,6 +129,7 @@ def apply_path(op: Any, value: Any, tokens: tuple, errors: Any,
     token = tokens[0]
     _step(op, value, token, errors)
     if len(tokens) > 1:
+        new: dict | list
         if isinstance(token, str):
             if token not in value:
                 raise errors.missing(op)
