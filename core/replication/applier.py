@@ -308,6 +308,13 @@ class Applier:
             return S.OFF
         if isinstance(exc, (StreamError, SocketError, TimedOut, OSError)):
             return S.DISCONNECTED
+        if (getattr(exc, "type", None) == "XlogGapError"
+                and self._cfg("election_mode", "off") != "off"):
+            # 2.6.1+ ("replication: retry in case of XlogGapError"): normal while
+            # a replica set boots — a peer that joined later has only a snapshot
+            # where another has the rows — so retry while newer rows come from
+            # elsewhere. With election off, 2.6.0's stop stays.
+            return S.LOADING
         if isinstance(exc, BoxError):
             if code in LOADING_CODES:
                 return S.LOADING
