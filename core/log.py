@@ -28,6 +28,9 @@ LEVEL_NAMES = {"fatal": FATAL, "syserror": SYSERROR, "error": ERROR, "crit": CRI
 
 level = INFO
 log_format = "plain"            # or "json" (box.cfg.log_format, log.log_format())
+# Until the first box.cfg sets the logger up, 2.6.0 writes through its boot logger
+# (say_format_boot): the message alone, no time, pid, fiber or level letter.
+booting = True
 LOG_FORMATS = ("plain", "json")
 _pid = os.getpid()
 # functions called with no arguments after the level or the format changed (the Lua
@@ -85,9 +88,17 @@ def set_fiber_provider(provider: Callable[[], tuple[int, str]] | None) -> None:
 
 
 def set_level(new_level: int | str) -> None:
-    global level
+    global level, booting
     level = LEVEL_NAMES[new_level] if isinstance(new_level, str) else int(new_level)
+    booting = False            # (log.cfg and box.cfg set the logger up: see init_std)
     _changed()
+
+
+def init_std() -> None:
+    """The logger set up (say_logger_init: the first box.cfg, log.cfg or
+    log.log_format): lines get their prefix."""
+    global booting
+    booting = False
 
 
 def set_format(name: str) -> None:
@@ -96,6 +107,7 @@ def set_format(name: str) -> None:
     if name not in LOG_FORMATS:
         raise ValueError(f"unknown log format {name!r}")
     log_format = name
+    init_std()
     _changed()
 
 
@@ -145,6 +157,8 @@ def format_line(lvl: int, message: str, where: str | None = None,
                 now: float | None = None, fields: str | None = None) -> str:
     """One log line; `fields` is a table message as JSON object members (the json
     format writes them in place of "message")."""
+    if booting:
+        return message
     now = time.time() if now is None else now
     if log_format == "json":
         return _json_line(lvl, message, where, now, fields)

@@ -12,6 +12,7 @@ import os
 import sys
 import threading
 
+from spindle.core import log
 from spindle.core.iproto.errors import BoxError
 from spindle.lua.instance import Instance, LuaLoadError
 
@@ -140,6 +141,12 @@ def report_fatal(exc: BaseException) -> None:
         text = f"{exc.type}: {exc.message}"
     else:   # a fault of Spindle's own: said in Tarantool's terms, not Python's
         text = f"SystemError: {exc}"
-    sys.stderr.write(text + "\n")
-    sys.stderr.write("fatal error, exiting the event loop\n")
-    sys.stderr.flush()
+    if log.booting:     # (the boot logger's plain lines, on stderr)
+        sys.stderr.write(text + "\n")
+        sys.stderr.write("fatal error, exiting the event loop\n")
+        sys.stderr.flush()
+        return
+    # through the logger, where the error was made first (as `utils.c:1005 E>`)
+    file, line = getattr(exc, "file", ""), getattr(exc, "line", 0)
+    log.say(log.ERROR, "%s", text, where=f"{os.path.basename(file)}:{line}" if file else None)
+    log.say(log.FATAL, "fatal error, exiting the event loop")

@@ -13,6 +13,7 @@ from spindle.core import log
 from spindle.core.box import stat
 from spindle.core.box.cfg import Config
 from spindle.core.iproto.errors import LUA_HIDDEN_CODES, MESSAGES, ErrorCode
+from spindle.core.version import VERSION_STRING
 
 from .. import errors as lua_errors
 from ..runtime import read_source
@@ -84,6 +85,10 @@ class BoxModule:
                 early = [name for name in ("log_level", "log") if given.get(name) is not None]
                 for name in early:
                     self._apply(name, values[name])
+                # say_logger_init, then what 2.6.0 says first
+                log.init_std()
+                log.crit("Tarantool %s", VERSION_STRING)
+                log.crit("log level %d", log.level)
                 for name, value in values.items():
                     if name in given and given[name] is not None:
                         log.info("set '%s' configuration option to %s", name, Shown(value, name))

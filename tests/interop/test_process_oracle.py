@@ -54,7 +54,9 @@ def test_refused_process_options_end_the_process(kind, code, message, tmp_path):
     result = run_e(kind, code, tmp_path)
     assert result.returncode == 1
     assert result.stdout == ""
-    assert result.stderr.splitlines()[-1] == message.format(cwd=tmp_path)
+    # (Spindle's stall watchdog may add its warning on a loaded machine)
+    lines = [line for line in result.stderr.splitlines() if "without yielding" not in line]
+    assert lines[-1] == message.format(cwd=tmp_path)
     assert not (tmp_path / "nosuch").exists()
     assert sorted(os.listdir(tmp_path)) == ["afile"]      # no data, no log, no pid file
 
