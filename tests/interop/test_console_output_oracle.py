@@ -240,8 +240,9 @@ _ADDRESS = re.compile(r"0x[0-9a-f]+")
 def _tarantool_outputs(statements: list[str]) -> list[str]:
     """Tarantool echoes each statement after its prompt; the output follows."""
     text = "\n".join(statements) + "\n"
+    # (a deadline: 2.6.0's own pipe console took 150 s over these on a loaded machine)
     proc = subprocess.run([tarantool_binary(), "-e", "require('console').start() os.exit(0)"],
-                          input=text, capture_output=True, text=True, timeout=60)
+                          input=text, capture_output=True, text=True, timeout=300)
     chunks = proc.stdout.split("tarantool> ")
     outputs = []
     for chunk in chunks[1:]:
@@ -259,7 +260,7 @@ def _spindle_outputs(statements: list[str]) -> list[str]:
     YAML document from '---' to '...', or Lua output up to a line ending in ';')."""
     text = "\n".join(statements) + "\n"
     proc = subprocess.run([SPINDLE, "-i"], input=text, capture_output=True, text=True,
-                          timeout=60)
+                          timeout=300)
     assert proc.returncode == 0, proc.stderr
     outputs, current, in_yaml = [], [], False
     for line in proc.stdout.rstrip("\n").split("\n"):   # not splitlines(): U+2028
