@@ -1,97 +1,20 @@
 """memtx's index kinds beyond TREE and HASH: the definition checks of BITSET and
-RTREE (check_index_def), their indexes (index_bitset.py: bitmaps of tuple ids;
-index_rtree.py: an R-tree shaped as 2.6.0's), and functional indexes (`func = ...`),
-kept in the catalogue and refused at every read (FuncIndex).
+RTREE (check_index_def) and their indexes (index_bitset.py: bitmaps of tuple ids;
+index_rtree.py: an R-tree shaped as 2.6.0's).
 
-(Multikey TREE indexes: index_multikey.py.)
+(Multikey TREE indexes: index_multikey.py; functional ones: index_func.py.)
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any
 
 from spindle.core.box.field_types import FieldType
-from spindle.core.box.index import Index, IndexType
+from spindle.core.box.index import IndexType
 from spindle.core.box.index_bitset import BitsetIndex
 from spindle.core.box.index_rtree import RtreeIndex
-from spindle.core.iproto.constants import IteratorType as It
 from spindle.core.iproto.errors import ClientError, ErrorCode
 
-__all__ = ["BitsetIndex", "RtreeIndex", "FuncIndex", "check_index_def"]
-
-
-class ScanIndex(Index):
-    """Entries by tuple identity, in insertion order."""
-
-    def __init__(self, space: Any, index_def: Any, pk_def: Any = None):
-        super().__init__(space, index_def, pk_def)
-        self._data: dict = {}               # id(tuple) -> tuple
-        self._entry_key = id
-        self._point_lookup = False
-
-    def replace(self, old: Any, new: Any, mode: Any) -> Any:
-        if old is not None:
-            self._delete_raw(old)
-        if new is not None:
-            self._store(id(new), new)
-        return old
-
-    def build(self, tuples: Any) -> None:
-        for tup in tuples:
-            self._store(id(tup), tup)
-
-    def _store(self, key: Any, tup: Any) -> None:    # (keyed by the tuple's id)
-        self._data[key] = tup
-
-    def _delete_raw(self, tup: Any) -> None:
-        self._data.pop(id(tup), None)
-
-
-class FuncIndex(ScanIndex):
-    """A functional index (opts.func: keys computed by a persistent function). Kept in
-    the catalogue, so a replica of a 2.6.0 master with one goes on; it holds nothing
-    and refuses every read by name. (Its parts are the function's results, not
-    fields: the space format leaves them out.)"""
-
-    def __init__(self, space: Any, index_def: Any, pk_def: Any = None):
-        self.type = index_def.type
-        super().__init__(space, index_def, pk_def)
-
-    def refused(self) -> ClientError:
-        return ClientError(ErrorCode.ER_UNSUPPORTED, "Spindle", "functional indexes")
-
-    def replace(self, old: Any, new: Any, mode: Any) -> Any:
-        return old
-
-    def build(self, tuples: Any) -> None:
-        pass                    # (it holds nothing: see the class docstring)
-
-    def _store(self, key: Any, tup: Any) -> None:
-        pass
-
-    def _prepare(self, key: Any, iterator: Any):
-        raise self.refused()
-
-    def get(self, key: Any) -> Any:
-        raise self.refused()
-
-    def count(self, key: Any = None, iterator: Any = None) -> int:
-        raise self.refused()
-
-    def min(self, key: Any = None) -> Any:
-        raise self.refused()
-
-    def max(self, key: Any = None) -> Any:
-        raise self.refused()
-
-    def _values(self):
-        raise self.refused()
-
-    def _validate_iterator(self, it: It) -> None:
-        raise self.refused()
-
-    def _iterate(self, it: It, key: list) -> Iterator[Any]:
-        raise self.refused()
-
+__all__ = ["BitsetIndex", "RtreeIndex", "check_index_def"]
 
 RTREE_MAX_DIMENSION = 20
 
