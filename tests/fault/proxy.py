@@ -195,7 +195,9 @@ class Proxy:
                 pass
         elif kind == "accept":
             self._accept(self.mode)     # not the turn's: a heal may have just come
-        elif mode != STALL:
+        elif mode != STALL and self.mode != STALL:
+            # (the mode as it is now, too: a stall() that came while select()
+            # waited must hold what arrives with its wakeup, in the same turn)
             if events & selectors.EVENT_READ:
                 self._read(sock, delay)
 

@@ -67,7 +67,7 @@ def closed_at_once(proxy: Proxy) -> bool:
     try:
         with connect(proxy) as sock:
             return sock.recv(1) == b""
-    except ConnectionResetError:
+    except ConnectionError:         # reset, aborted or a broken pipe: closed by the proxy
         return True
 
 
