@@ -26,7 +26,10 @@ from spindle.core import log
 from spindle.core.box.limbo import PROMOTE
 from spindle.core.fiber import Cond
 from spindle.core.iproto.constants import IprotoKey, IprotoType
-from spindle.core.iproto.errors import ClientError, ErrorCode, FiberIsCancelled
+from spindle.core.iproto.errors import (
+    ER_INTERFERING_PROMOTE, ER_QUORUM_WAIT, ER_RAFT_DISABLED, ClientError, ErrorCode,
+    FiberIsCancelled, LaterClientError,
+)
 from spindle.core.iproto.msgpack import pack
 from spindle.core.iproto.xrow import XRow
 from spindle.core.raft.raft import RaftState
@@ -37,18 +40,7 @@ from .limbo_txn import synchro_quorum_of, synchro_timeout_of
 if TYPE_CHECKING:
     from .box import Box
 
-ER_QUORUM_WAIT = 222
-ER_INTERFERING_PROMOTE = 223
-ER_RAFT_DISABLED = 224
-
-
-class PromoteError(ClientError):
-    """A 2.6.3 error code 2.6.0 does not know: a ClientError by number."""
-
-    def __init__(self, code: int, message: str):
-        Exception.__init__(self, message)
-        self.message = message
-        self.code = code
+PromoteError = LaterClientError       # (2.6.3's codes, raised by number)
 
 
 def quorum_wait_error(quorum: int, reason: str) -> PromoteError:

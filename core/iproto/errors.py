@@ -585,6 +585,22 @@ class ClientError(BoxError):
         _error_counts[_error_slot] += 1
 
 
+class LaterClientError(ClientError):
+    """A ClientError of a code 2.6.0 does not have (2.6.1+: election, promote),
+    raised by number with its message: 2.6.0's box.error table stays as it is."""
+
+    def __init__(self, code: int, message: str):
+        BoxError.__init__(self, message, code)
+        _error_counts[_error_slot] += 1
+
+
+# 2.6.3's codes (errcode.h) that Spindle raises by number
+ER_TOO_EARLY_SUBSCRIBE = 220
+ER_QUORUM_WAIT = 222
+ER_INTERFERING_PROMOTE = 223
+ER_RAFT_DISABLED = 224
+
+
 class CustomError(ClientError):
     """box.error.new{type = 'MyError', ...}: `type` is the user's name, the wire
     says "CustomError" and carries the name in FIELDS as custom_type (2.6.0)."""

@@ -41,7 +41,7 @@ from spindle.core.iproto.constants import (
     IprotoType, is_dml, is_error_type, is_synchro, version_id,
 )
 from spindle.core.iproto.errors import (
-    BoxError, ClientError, ErrorCode, FiberIsCancelled, TimedOut,
+    ER_TOO_EARLY_SUBSCRIBE, BoxError, ClientError, ErrorCode, FiberIsCancelled, TimedOut,
 )
 from spindle.core.iproto.greeting import GREETING_SIZE, PROTOCOL_BINARY, decode_greeting
 from spindle.core.iproto.replication import (
@@ -73,6 +73,7 @@ LOADING_CODES = frozenset((
     ErrorCode.ER_LOADING, ErrorCode.ER_SYNC_QUORUM_TIMEOUT, ErrorCode.ER_SYNC_ROLLBACK,
     ErrorCode.ER_CFG, ErrorCode.ER_ACCESS_DENIED, ErrorCode.ER_NO_SUCH_USER,
     ErrorCode.ER_PASSWORD_MISMATCH,
+    ER_TOO_EARLY_SUBSCRIBE,     # (2.6.3's, from a master with election on)
 ))
 # What applier_log_error says first, by the state the error happened in.
 _FAILED_WHILE = {

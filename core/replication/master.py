@@ -17,7 +17,9 @@ from spindle.core import log
 from spindle.core.box.access import Priv
 from spindle.core.box.schema import CLUSTER_ID
 from spindle.core.iproto.constants import IprotoType
-from spindle.core.iproto.errors import ClientError, ErrorCode
+from spindle.core.iproto.errors import (
+    ER_TOO_EARLY_SUBSCRIBE, ClientError, ErrorCode, LaterClientError,
+)
 from spindle.core.iproto.replication import (
     decode_join, decode_register, decode_subscribe, encode_raft, encode_subscribe_response,
     encode_vclock_row,
@@ -186,6 +188,13 @@ def box_process_subscribe(executor, session, request, stream) -> None:
     executor.access.check_universe(session.euid, Priv.R)
     replica_id = _registered_id(box, uuid)
     if not sub.anon and not replica_id:
+        if box.raft.is_enabled:
+            # 2.6.1+: on a bootstrap with election the leader registers the others
+            # one by one, and a _cluster row may reach this node after its
+            # subscriber: the applier retries (2.6.0 says ER_UNKNOWN_REPLICA, and
+            # with election off so does Spindle)
+            raise LaterClientError(ER_TOO_EARLY_SUBSCRIBE, "Can't subscribe non-anonymous "
+                                   f"replica {uuid} until join is done")
         raise ClientError(ErrorCode.ER_UNKNOWN_REPLICA, uuid, box.schema.replicaset_uuid)
     # (2.6.0 lets a registered UUID subscribe as anonymous: it is served as the
     # registered replica it is; later versions refuse it.)
