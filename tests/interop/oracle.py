@@ -1,6 +1,7 @@
 """Running real Tarantool 2.6.0 and Spindle on the same Lua, for side-by-side tests."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -57,6 +58,13 @@ def console_documents(output: str) -> list[str]:
     return "\n".join(lines).split("...")
 
 
+def own_home(path: Path) -> dict:
+    """The environment with HOME at `path`: Tarantool's console keeps its readline
+    history in ~/.tarantool_history and reads and rewrites all of it at every
+    statement; shared, it grew to 700 MB over test runs (14 s for 3 statements)."""
+    return {**os.environ, "HOME": str(path)}
+
+
 def console_both(statements: str, tmp_path: Path) -> tuple[list[str], list[str]]:
     """Feed the same statements to Tarantool's console and to Spindle's pipe console,
     each in a fresh directory; return both lists of printed documents."""
@@ -66,7 +74,7 @@ def console_both(statements: str, tmp_path: Path) -> tuple[list[str], list[str]]
     # lists on the loaded CI-like machine)
     real = subprocess.run([tarantool_binary(), "-e", "require('console').start() os.exit(0)"],
                           input=statements, cwd=tmp_path / "t", capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=300, env=own_home(tmp_path / "t"))
     ours = subprocess.run([SPINDLE, "-i"], input=statements, cwd=tmp_path / "s",
                           capture_output=True, text=True, timeout=300)
     assert ours.returncode == 0, ours.stderr

@@ -10,7 +10,7 @@ import pexpect
 import pytest
 
 from .console_harness import ConsoleNode, RawClient, clean_transcript
-from .oracle import SPINDLE, console_documents, tarantool_binary
+from .oracle import SPINDLE, console_documents, own_home, tarantool_binary
 
 LINES = [b"1 + 1\n", b"box.session.type()\n", b"\\set output lua\n", b"{1, 'x', nil}\n",
          b"\\set output yaml\n", b"error('bad')\n", b"nothing()\n",
@@ -151,7 +151,7 @@ def test_console_start_from_a_script(tmp_path):
         (tmp_path / "start.lua").write_text(START_SCRIPT)
         done = subprocess.run(["timeout", "-s", "KILL", "30", binary, "start.lua"],
                               input="require('console').start()\n2 + 2\n", cwd=tmp_path,
-                              capture_output=True, text=True)
+                              capture_output=True, text=True, env=own_home(tmp_path))
         assert done.returncode == 0, done.stderr
         assert done.stdout.rstrip().endswith("after second")
         # tarantool prints it after its prompt, which console_documents drops

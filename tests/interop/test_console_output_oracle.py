@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import tempfile
+from pathlib import Path
 
 import yaml
 
-from .oracle import SPINDLE, tarantool_binary
+from .oracle import SPINDLE, own_home, tarantool_binary
 
 # (statement, how to compare): "exact", or "yaml" / "json-in-yaml" for maps whose
 # keys Tarantool prints in hash order.
@@ -241,8 +243,10 @@ def _tarantool_outputs(statements: list[str]) -> list[str]:
     """Tarantool echoes each statement after its prompt; the output follows."""
     text = "\n".join(statements) + "\n"
     # (a deadline: 2.6.0's own pipe console took 150 s over these on a loaded machine)
-    proc = subprocess.run([tarantool_binary(), "-e", "require('console').start() os.exit(0)"],
-                          input=text, capture_output=True, text=True, timeout=300)
+    with tempfile.TemporaryDirectory() as home:
+        proc = subprocess.run([tarantool_binary(), "-e", "require('console').start() os.exit(0)"],
+                              input=text, capture_output=True, text=True, timeout=300,
+                              env=own_home(Path(home)))
     chunks = proc.stdout.split("tarantool> ")
     outputs = []
     for chunk in chunks[1:]:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from .oracle import SPINDLE, tarantool_binary
+from .oracle import SPINDLE, own_home, tarantool_binary
 
 Y = "yaml"
 STATEMENTS: list[tuple[str, str]] = [
@@ -164,7 +164,7 @@ def _tarantool_outputs(statements: list[str], cwd: Path) -> list[str]:
     """Tarantool echoes each statement after its prompt; the output follows."""
     proc = subprocess.run([tarantool_binary(), "-e", "require('console').start() os.exit(0)"],
                           input="\n".join(statements) + "\n", capture_output=True, text=True,
-                          timeout=120, cwd=cwd)
+                          timeout=120, cwd=cwd, env=own_home(cwd))
     outputs = []
     for chunk in proc.stdout.split("tarantool> ")[1:]:
         if "\n" not in chunk:      # the last prompt, at EOF
