@@ -112,7 +112,9 @@ class ConsoleNode:
 
     def env(self) -> dict[str, str]:
         """An environment whose tarantoolctl finds this node's `.tarantoolctl`."""
-        env = dict(os.environ, PWD=str(self.dir), TERM="dumb")
+        # (HOME too: the console's readline history, ~/.tarantool_history, is
+        # rewritten whole at every statement and must not grow run after run)
+        env = dict(os.environ, PWD=str(self.dir), HOME=str(self.dir), TERM="dumb")
         env.pop("NOTIFY_SOCKET", None)
         return env
 
