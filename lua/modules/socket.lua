@@ -518,7 +518,8 @@ local function recv_size(self, fd, size)
     return call(self, nil, native.peek_size, fd)
 end
 
-function methods.recv(self, size, flags)
+-- recv and recvfrom: the flags and the size checked alike, then the native's call
+local function receive(self, size, flags, receiver)
     local fd = check_socket(self)
     local bits = iflags(internal.SEND_FLAGS, flags)
     if bits == nil then
@@ -529,21 +530,15 @@ function methods.recv(self, size, flags)
     if size == nil then
         return nil
     end
-    return call(self, nil, native.recv, fd, size, bits)
+    return call(self, nil, receiver, fd, size, bits)
+end
+
+function methods.recv(self, size, flags)
+    return receive(self, size, flags, native.recv)
 end
 
 function methods.recvfrom(self, size, flags)
-    local fd = check_socket(self)
-    local bits = iflags(internal.SEND_FLAGS, flags)
-    if bits == nil then
-        self._errno = errno.EINVAL     -- (errno() itself is left alone)
-        return nil
-    end
-    size = recv_size(self, fd, size)
-    if size == nil then
-        return nil
-    end
-    return call(self, nil, native.recvfrom, fd, size, bits)
+    return receive(self, size, flags, native.recvfrom)
 end
 
 function methods.sendto(self, host, port, octets, flags)
