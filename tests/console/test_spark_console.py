@@ -8,9 +8,10 @@ checked on the screen text between its prompt and the next.
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
+
+from ..integration.cluster import wait_for
 
 # (a deadline for the whole walk: each Spark step may take minutes on a loaded machine)
 pytestmark = pytest.mark.timeout(1500)
@@ -75,9 +76,8 @@ def test_box_spark_at_the_console(spawn_console, tmp_path):
     console.expect(r"- error: fiber is cancelled\r?\n\.\.\.\r?\n", 60)
     console.prompt()
     after_prompt = console.pos
-    deadline = time.monotonic() + 120
-    while value(console, "box.spark.jobs()[4].state") != "cancelled":
-        assert time.monotonic() < deadline, "the cancelled job has not ended"
+    wait_for(lambda: value(console, "box.spark.jobs()[4].state") == "cancelled", 300,
+             "the cancelled job to end")
     assert "tasks" not in console.text[after_prompt:]
 
     # An SQL error: one line naming the cause, with Spark's suggestion.

@@ -26,6 +26,7 @@ from spindle.spark_ext.scan import scan
 from spindle.spark_ext.spaces import space_table
 from spindle.spark_ext.stream import WalTail, segments, tail_position
 
+from ..integration.cluster import wait_for
 from .datadirs import dml, space_row, write_xlog
 
 
@@ -209,9 +210,7 @@ def test_runner_threads_cancel_and_close(monkeypatch):
     assert runner.cancel(slow.id) is True
     serve_until(lambda: slow.final)
     assert (slow.state, slow.error) == ("cancelled", f"job {slow.id} was cancelled")
-    wait_until = time.monotonic() + 5
-    while slow.group not in fake.sparkContext.cancelled and time.monotonic() < wait_until:
-        time.sleep(0.01)
+    wait_for(lambda: slow.group in fake.sparkContext.cancelled, 60, "the group's cancel")
     assert slow.group in fake.sparkContext.cancelled    # sent from the control thread
     assert runner.cancel(slow.id) is False
     assert [s for _, s in changes if _ == slow.id][-1] == "cancelled"
@@ -299,10 +298,8 @@ def test_a_bar_no_one_waits_for_goes_before_the_prompt(monkeypatch):
             pass
     job = runner.submit("sql", "SELECT forever", forever)
     runner.watch(job.id, True)
-    deadline = time.monotonic() + 10
-    while not any(p.phase == "planning" for snap in snapshots for p in snap):
-        assert time.monotonic() < deadline, snapshots
-        time.sleep(0.05)
+    wait_for(lambda: any(p.phase == "planning" for snap in snapshots for p in snap), 60,
+             "the planning phase on the bar")
     runner.watch(job.id, False)          # Ctrl-C: the fiber stops waiting
     assert snapshots[-1] == []           # erased by the call itself, not a later poll
     runner.cancel(job.id)
