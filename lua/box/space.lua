@@ -55,7 +55,9 @@ local function key_is_nil(key)
     return key == nil or (type(key) == 'table' and #key == 0)
 end
 
-local function check_iterator_type(opts, key)
+-- box.internal.check_iterator_type of 2.6.0 (`key_nil`: whether the key is empty);
+-- net.box's remote indexes check with it too
+local function iterator_type(opts, key_nil)
     if opts ~= nil and type(opts) ~= 'table' and type(opts) ~= 'string' then
         error(string_format("builtin/box/schema.lua:1338: attempt to index local 'opts' "
                             .. "(a %s value)", type(opts)), 0)
@@ -79,7 +81,11 @@ local function check_iterator_type(opts, key)
         end
         return itype
     end
-    return key_is_nil(key) and iterators.ALL or iterators.EQ
+    return key_nil and iterators.ALL or iterators.EQ
+end
+
+local function check_iterator_type(opts, key)
+    return iterator_type(opts, key_is_nil(key))
 end
 
 local function check_uint(value, argno)
@@ -648,6 +654,9 @@ local function bless_for(id, t)
 end
 
 return {
+    -- box.internal's argument checks of 2.6.0, for net.box's remote spaces
+    checks = {check_space_arg = check_space_arg, check_index_arg = check_index_arg,
+              check_primary_index = check_primary_index, check_iterator_type = iterator_type},
     refresh = refresh,
     txn_hint = txn_hint,
     bless_for = bless_for,

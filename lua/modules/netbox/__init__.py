@@ -41,7 +41,7 @@ class NetBoxModule:
         self.lua_module = chunks[0](
             runtime.table({k: runtime.bridge(v, convert_args=False) for k, v in natives.items()}),
             runtime.table(blocking), runtime.wait, instance.storage.tuple_lua, call_global,
-            chunks[1], chunks[2])
+            chunks[1], chunks[2], instance.storage.spaces.lua[b"checks"])
 
     # ---------------------------------------------------------------- natives
 

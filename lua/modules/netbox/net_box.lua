@@ -14,7 +14,8 @@
 -- Loaded with (native, blocking, wait, tuple, call_global, load_schema_part,
 -- load_self_part): the last two are the chunks of net_box_schema.lua and
 -- net_box_self.lua. Returns the module.
-local native, blocking, wait, tuple, call_global, load_schema_part, load_self_part = ...
+local native, blocking, wait, tuple, call_global, load_schema_part, load_self_part,
+    checks = ...
 
 local ffi = require('ffi')
 local msgpack = require('msgpack')
@@ -25,7 +26,7 @@ local type, pairs, ipairs, next, select, tostring, tonumber = type, pairs, ipair
     select, tostring, tonumber
 local setmetatable, getmetatable, rawequal, unpack, error = setmetatable, getmetatable,
     rawequal, unpack, error
-local string_format, string_upper = string.format, string.upper
+local string_format = string.format
 local fiber_clock = fiber.clock
 local make_mt, bless = tuple.make_mt, tuple.bless
 local base_mt = tuple.base_mt
@@ -344,51 +345,6 @@ local function check_eval_args(args)
     end
 end
 
--- box.internal's checks (builtin/box/schema.lua), shared with box.space
-local function check_space_arg(space, method)
-    if type(space) ~= 'table' or space.id == nil then
-        error(string_format('builtin/box/schema.lua:1291: Use space:%s(...) instead of '
-                            .. 'space.%s(...)', method, method), 0)
-    end
-end
-
-local function check_index_arg(index, method)
-    if type(index) ~= 'table' or index.id == nil then
-        error(string_format('builtin/box/schema.lua:1310: Use index:%s(...) instead of '
-                            .. 'index.%s(...)', method, method), 0)
-    end
-end
-
-local function check_primary_index(space)
-    local pk = space.index[0]
-    if pk == nil then
-        box.error(box.error.NO_SUCH_INDEX_ID, 0, space.name)
-    end
-    return pk
-end
-
-local function check_iterator_type(opts, key_is_nil)
-    if opts ~= nil and type(opts) ~= 'table' and type(opts) ~= 'string' then
-        error(string_format("builtin/box/schema.lua:1338: attempt to index local 'opts' "
-                            .. "(a %s value)", type(opts)), 0)
-    end
-    local it = opts
-    if type(opts) == 'table' then
-        it = opts.iterator
-    end
-    if it == nil then
-        return key_is_nil and ITER.ALL or ITER.EQ
-    end
-    if type(it) == 'number' then
-        return it
-    end
-    local itype = type(it) == 'string' and ITER[string_upper(it)]
-    if not itype then
-        box.error(box.error.ITERATOR_TYPE, tostring(it))
-    end
-    return itype
-end
-
 --------------------------------------------------------------------- requests
 
 local remote_methods = {}
@@ -566,8 +522,10 @@ end
 
 local space_metatable, index_metatable, install_schema = load_schema_part({
     request = request, encoders = encoders, make_mt = make_mt, base_mt = base_mt,
-    check_space_arg = check_space_arg, check_index_arg = check_index_arg,
-    check_primary_index = check_primary_index, check_iterator_type = check_iterator_type,
+    -- box.internal's argument checks, box.space's own (lua/box/space.lua)
+    check_space_arg = checks.check_space_arg, check_index_arg = checks.check_index_arg,
+    check_primary_index = checks.check_primary_index,
+    check_iterator_type = checks.check_iterator_type,
     ITER = ITER, SELECT = SELECT, INSERT = INSERT, REPLACE = REPLACE, UPDATE = UPDATE,
     DELETE = DELETE, UPSERT = UPSERT, CALL = CALL})
 remote_methods._install_schema = install_schema
