@@ -34,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_setup import SPINDLE, compile_bytecode
+from bench_setup import SPINDLE, compile_bytecode, run_lua
 
 SPINDLE = os.environ.get("SPINDLE_BIN", SPINDLE)
 
@@ -97,15 +97,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def run_lua(binary: str, code: str, cwd: str) -> float:
-    proc = subprocess.run([binary, "-e", code], cwd=cwd, capture_output=True, stdin=subprocess.DEVNULL, text=True,
-                          timeout=1800)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{binary}: {proc.stderr[-800:]}")
-    return float(proc.stdout.strip().splitlines()[-1])
-
 
 def start_server(binary: str, cwd: str) -> tuple[subprocess.Popen, int, float]:
     """Start a server; return it, its port and the seconds until it answered PING."""

@@ -14,11 +14,10 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 
-from bench_setup import SPINDLE, compile_bytecode
+from bench_setup import SPINDLE, compile_bytecode, run_lua
 
 LUA_BENCHES = {
     "fiber.sleep(0) round trip": """
@@ -41,16 +40,6 @@ LUA_BENCHES = {
         print((clock.monotonic() - t) / n * 1e6)
         os.exit(0)""",
 }
-
-
-def run_lua(binary: str, code: str) -> float:
-    with tempfile.TemporaryDirectory() as cwd:
-        out = subprocess.run([binary, "-e", code], cwd=cwd, capture_output=True, stdin=subprocess.DEVNULL,
-                             text=True, timeout=300)
-    if out.returncode != 0:
-        raise RuntimeError(f"{binary} failed: {out.stderr[-500:]}")
-    return float(out.stdout.strip().splitlines()[-1])
-
 
 def in_process(rounds: int) -> dict[str, float]:
     """Lua->Python call and a blocking call through a wait-request (Spindle only)."""

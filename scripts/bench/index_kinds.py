@@ -24,11 +24,9 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
-import tempfile
 import time
 
-from bench_setup import SPINDLE, compile_bytecode, print_side_by_side
+from bench_setup import SPINDLE, compile_bytecode, print_side_by_side, run_lua
 
 SPINDLE = os.environ.get("SPINDLE_BIN", SPINDLE)
 
@@ -88,16 +86,6 @@ CASES = [
     ("RTREE OVERLAPS selects/s", "rtree_overlaps"),
     ("inserts/s with all of them, 100 rows/txn", "insert"),
 ]
-
-
-def run_lua(binary: str, code: str) -> float:
-    with tempfile.TemporaryDirectory() as cwd:
-        proc = subprocess.run([binary, "-e", code], cwd=cwd, capture_output=True, text=True,
-                              stdin=subprocess.DEVNULL, timeout=1800)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{binary}: {proc.stderr[-800:]}")
-    return float(proc.stdout.strip().splitlines()[-1])
-
 
 def index_only(rows: int, reps: int) -> None:
     """The BITSET and RTREE indexes of the Lua benchmark's space, driven from Python:

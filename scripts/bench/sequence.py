@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_setup import SPINDLE, compile_bytecode, print_side_by_side
+from bench_setup import SPINDLE, compile_bytecode, print_side_by_side, run_lua
 
 SPINDLE = os.environ.get("SPINDLE_BIN", SPINDLE)
 
@@ -69,16 +69,6 @@ CASES = [  # (label, kind, per_txn, sequence option)
     ("Lua explicit-key inserts/s, 100 rows/txn", "explicit", 100, "nil"),
     ("Lua seq:next() calls/s, 100 per txn", "next", 100, "nil"),
 ]
-
-
-def run_lua(binary: str, code: str) -> float:
-    with tempfile.TemporaryDirectory() as cwd:
-        proc = subprocess.run([binary, "-e", code], cwd=cwd, capture_output=True, text=True,
-                              stdin=subprocess.DEVNULL, timeout=1800)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{binary}: {proc.stderr[-800:]}")
-    return float(proc.stdout.strip().splitlines()[-1])
-
 
 def free_port() -> int:
     with socket.socket() as s:
