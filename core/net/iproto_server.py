@@ -18,7 +18,8 @@ One acceptor fiber per listening socket. Per connection:
   one write whenever the socket is writable again;
 * JOIN / SUBSCRIBE / FETCH_SNAPSHOT / REGISTER wait for the requests in flight,
   then hand the socket (and the bytes already read) to the executor's replication
-  handler through a `ReplicationStream`.
+  handler through a `ReplicationStream`;
+* AUTH is checked by authentication.py's authenticate() (box/authentication.cc).
 
 Garbage never takes the server down: a bad packet gets an error reply (2.6.0's
 code, message and sync) and the connection goes on; a broken length prefix or one
@@ -39,12 +40,13 @@ from spindle.core import log
 from spindle.core.box.stat import NET, NET_CONNECTIONS, NET_RECEIVED, NET_REQUESTS, NET_SENT
 from spindle.core.fiber import Cond
 from spindle.core.fiber.coio import CoSocket, SocketError, listen, listen_unix
-from spindle.core.iproto.auth import SCRAMBLE_SIZE, check_scramble, generate_salt
+from spindle.core.iproto.auth import generate_salt
 from spindle.core.iproto.constants import IprotoType
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode, FiberIsCancelled, TimedOut
 from spindle.core.iproto.greeting import encode_greeting
 from spindle.core.iproto.xrow import XRow
 
+from .authentication import authenticate
 from .protocol import (
     PACKET_SIZE_MAX, READAHEAD_DEFAULT, FrameReader, FramingError, PacketError, Where,
     client_error, decode_packet, encode_chunk, encode_error, encode_ok, encode_result,
@@ -53,7 +55,7 @@ from .requests import (
     Auth, Delete, Insert, Ping, Replace, ReplicationRequest, Request, Select, Update, Upsert,
     decode_request, decode_request_fast, unknown_request_type,
 )
-from .session import GUEST, Session, SessionUser, format_peer
+from .session import Session, format_peer
 
 _DML_KINDS = frozenset({Insert, Replace, Update, Upsert, Delete})
 _SUBSCRIBE = int(IprotoType.SUBSCRIBE)     # (an enum member read per request is slow)
@@ -61,9 +63,7 @@ _SUBSCRIBE = int(IprotoType.SUBSCRIBE)     # (an enum member read per request is
 NET_MSG_MAX_DEFAULT = 768             # box.cfg.net_msg_max default
 OUTPUT_HIGH_WATERMARK = 4 << 20       # stop reading input while this much output waits
 LINGER_DEFAULT = 5.0                  # closing: how long to try to flush pending replies
-GUEST_ID = GUEST.id
 _BATCH_MAX = 256                      # packets handled before the reader yields
-_NAME_IN_ERROR_MAX = 64               # BOX_INVALID_NAME_MAX: user names in errors are cut
 UNIX_HOST = "unix/"                   # IprotoServer(host=UNIX_HOST, port=path): a unix socket
 
 
@@ -348,7 +348,7 @@ class IprotoConnection:
                 if row.schema_version:
                     server.check_schema(row.schema_version)
                 if isinstance(request, Auth):
-                    self._authenticate(request)
+                    authenticate(server.executor, self.session, request)
                     reply = encode_ok(sync, server.schema_version())
                 else:
                     result = server.executor.execute(self.session, request)
@@ -371,46 +371,6 @@ class IprotoConnection:
             log.error("iproto: request %s failed:\n%s", type(request).__name__,
                       traceback.format_exc().rstrip())
         return encode_error(exc, sync, self.server.schema_version())
-
-    def _authenticate(self, request: Auth) -> None:
-        """2.6.0's authenticate(): lookup, guest shortcut, session check, scramble."""
-        executor = self.server.executor
-        name = request.user_name
-        user = executor.find_user(name)
-        if user is None:
-            shown = name.encode("utf-8", "surrogateescape")[:_NAME_IN_ERROR_MAX]
-            raise client_error(Where.USER_NOT_FOUND, ErrorCode.ER_NO_SUCH_USER,
-                               shown.decode("utf-8", "surrogateescape"))
-        parts = request.tuple
-        if parts or user.id != GUEST_ID:     # guest may come back without a password
-            self._check_password(executor, user, parts)
-        on_auth = getattr(executor, "on_auth", None)
-        if on_auth is not None:
-            on_auth(self.session, user.name, True)
-        self.session.set_user(SessionUser(user.id, user.name))
-
-    def _check_password(self, executor, user, parts: list) -> None:
-        check_session = getattr(executor, "check_session", None)
-        if check_session is not None:
-            check_session(self.session, user)
-        if len(parts) < 2:
-            raise client_error(Where.AUTH_REQUEST_BODY, ErrorCode.ER_INVALID_MSGPACK,
-                               "authentication request body")
-        scramble = parts[1]
-        if isinstance(scramble, str):
-            scramble = scramble.encode("utf-8", "surrogateescape")
-        elif not isinstance(scramble, bytes):
-            raise client_error(Where.AUTH_SCRAMBLE, ErrorCode.ER_INVALID_MSGPACK,
-                               "authentication scramble")
-        if len(scramble) != SCRAMBLE_SIZE:
-            raise client_error(Where.AUTH_SCRAMBLE_SIZE, ErrorCode.ER_INVALID_MSGPACK,
-                               "invalid scramble size")
-        if not check_scramble(scramble, self.session.salt, user.password_hash):
-            on_auth = getattr(executor, "on_auth", None)
-            if on_auth is not None:
-                on_auth(self.session, user.name, False)
-            raise client_error(Where.AUTH_PASSWORD_MISMATCH, ErrorCode.ER_PASSWORD_MISMATCH,
-                               user.name)
 
     # ------------------------------------------------------------ replication
 
