@@ -30,9 +30,9 @@ from spindle.core.wal.gc import (
 
 from .instance_api import ReplicationInstanceApi
 from .relay import (
-    Relay, join_write_timeout, relay_final_join, relay_initial_join, relay_set_state,
-    relay_stop, relay_subscribe, replication_disconnect_timeout,
+    Relay, relay_set_state, relay_stop, relay_subscribe, replication_disconnect_timeout,
 )
+from .relay_join import join_write_timeout, relay_final_join, relay_initial_join
 from .replica import RelayState
 from .replicaset import box_on_join
 from .wal_tail import wal_tail_of

@@ -1,12 +1,8 @@
 """The relay: the master side of one downstream (relay.cc of seeds/relay.txt).
 
-Names follow the seed, so it can be read beside this file:
+Names follow the seed, so it can be read beside this file. The JOIN stages
+(`relay_initial_join`, `relay_final_join`) are in relay_join.py; here:
 
-* `relay_initial_join` — JOIN/FETCH_SNAPSHOT stage one: a read view of the data,
-  OK {start vclock} first (after a WAL sync, and after pending synchronous
-  transactions are confirmed), then one INSERT per tuple with only REQUEST_TYPE in
-  the header (iproto.md §8.3).
-* `relay_final_join` — the WAL rows (start, stop] with their original headers.
 * `relay_subscribe` — SUBSCRIBE: `relay_subscribe_f` streams WAL rows after the
   replica's vclock (wal_cursor.py: files while far behind, the in-memory tail when
   close), sends heartbeats when nothing was sent for `replication_timeout`, and
@@ -37,12 +33,10 @@ import enum
 import errno as errno_module
 import os
 import selectors
-import struct
 import time
 from typing import Any, Callable
 
 from spindle.core import log
-from spindle.core.iproto.msgpack import packb
 from spindle.core.fiber.coio import SocketError, run_in_thread
 from spindle.core.fiber.timeslice import RELAY_SLICE, TimeSlice
 from spindle.core.iproto.constants import GroupId, IprotoType
@@ -50,7 +44,7 @@ from spindle.core.iproto.errors import (
     BoxError, ClientError, ErrorCode, FiberIsCancelled, TimedOut,
 )
 from spindle.core.iproto.replication import (
-    decode_vclock_row, encode_heartbeat, encode_raft, encode_vclock_row,
+    decode_vclock_row, encode_heartbeat, encode_raft,
 )
 from spindle.core.iproto.xrow import XRow, encode_row_list, frame
 from spindle.core.net.protocol import PacketError, decode_packet
@@ -66,9 +60,6 @@ from .wal_tail import vclock_covers, wal_tail_of
 from .wire_tx import WireTx
 
 DEFAULT_REPLICATION_TIMEOUT = 1.0
-# A JOIN has no ACKs to watch: a write that cannot go on for this long (or for the
-# disconnect timeout, if longer) means the joining replica is gone.
-JOIN_WRITE_TIMEOUT = 30.0
 SEND_BUFFER = 256 * 1024      # bytes gathered before one socket write
 UNACKED_MAX = 65536           # sent transactions remembered for the lag
 GC_CHECK_INTERVAL = 0.5       # at most this often an ACK moves the GC consumer
@@ -82,7 +73,6 @@ GC_CHECK_INTERVAL = 0.5       # at most this often an ACK moves the GC consumer
 COALESCE_WINDOW = 0.005
 # read per row (an enum member read from its class costs ~0.1 µs on Python 3.11)
 _LOCAL = int(GroupId.LOCAL)
-_pack_u32 = struct.Struct(">I").pack
 
 
 def replication_timeout(box: ReplicationInstanceApi) -> float:
@@ -101,10 +91,6 @@ def replication_disconnect_timeout(box: ReplicationInstanceApi) -> float:
     return 4 * replication_timeout(box)
 
 
-def join_write_timeout(box: ReplicationInstanceApi) -> float:
-    return max(JOIN_WRITE_TIMEOUT, replication_disconnect_timeout(box))
-
-
 # ------------------------------------------------------------ QSYNC HOOK
 
 def synchro_pending(box: ReplicationInstanceApi) -> Callable[[], int]:
@@ -113,13 +99,6 @@ def synchro_pending(box: ReplicationInstanceApi) -> Callable[[], int]:
     decides): rows written then must reach the replicas at once. A cheap callable:
     the WAL tail asks it after every WAL write."""
     return box.limbo.queue.__len__
-
-
-def relay_wait_sync_confirm(box: ReplicationInstanceApi) -> None:
-    """txn_limbo_wait_confirm() of 2.6.0's relay_initial_join: a JOIN sends its
-    start vclock only after the pending synchronous transactions are confirmed
-    (ER_SYNC_ROLLBACK / ER_SYNC_QUORUM_TIMEOUT otherwise; core/box/limbo.py)."""
-    box.limbo.txn_limbo_wait_confirm()
 
 
 # ------------------------------------------------------------------ errors
@@ -523,79 +502,6 @@ def relay_cursor(box: ReplicationInstanceApi, vclock: VClock, sync: int) -> WalC
     return WalCursor(box.wal, tail, vclock,
                      offload=lambda fn, *args: run_in_thread(sched, fn, *args),
                      wire_sync=sync)
-
-
-# ---------------------------------------------------------------------- JOIN
-
-def relay_initial_join(box: ReplicationInstanceApi, stream, sync: int) -> VClock:
-    """Send OK {vclock} and the data of a read view; returns that vclock (the
-    replica's starting point). Temporary and GROUP_LOCAL spaces are not sent."""
-    sched = box.sched
-    view = box.read_view()        # frozen first: writes may go on while it is sent
-    try:
-        # Everything the view shows is in the WAL once this returns.
-        wal = box.wal
-        assert wal is not None   # (a master serving JOIN has started its WAL)
-        vclock = wal.sync()
-        relay_wait_sync_confirm(box)
-        timeout = join_write_timeout(box)
-        stream.write_row(encode_vclock_row(vclock), sync, timeout)
-        head = XRow(type=IprotoType.INSERT).encode_header(sync)
-        out: list[bytes] = []
-        size = 0
-        prefixes: dict[int, bytes] = {}
-        time_slice = TimeSlice(sched, RELAY_SLICE)
-        count = 0
-        for space_id, tup, group_id in view:
-            if group_id == _LOCAL:
-                continue
-            prefix = prefixes.get(space_id)
-            if prefix is None:
-                # SPACE_ID always as a 5-byte uint, as 2.6.0's snapshot rows
-                prefix = prefixes[space_id] = head + b"\x82\x10\xce" + _pack_u32(space_id) \
-                    + b"\x21"
-            data = tup if isinstance(tup, (bytes, bytearray)) else packb(tup)
-            packet = prefix + data
-            out.append(frame(packet))
-            size += len(packet) + 5
-            count += 1
-            if size >= SEND_BUFFER:
-                stream.write(b"".join(out), timeout)
-                out, size = [], 0
-            if count & 1023 == 0:           # (a clock read per tuple costs more)
-                time_slice.maybe_yield()
-        if out:
-            stream.write(b"".join(out), timeout)
-    finally:
-        close = getattr(view, "close", None)
-        if close is not None:
-            close()
-    return vclock
-
-
-def relay_final_join(box: ReplicationInstanceApi, stream, sync: int, start: VClock,
-                     stop: VClock) -> None:
-    """Send the WAL rows (start, stop] as they are in the WAL (with the JOIN's sync).
-    No per-replica filter: on a re-bootstrap even the replica's own rows go back."""
-    sched = box.sched
-    relay = Relay(sched, box, None, stream, sync)
-    relay.write_timeout = join_write_timeout(box)
-    relay.sent = dict(start.items())
-    cursor = relay_cursor(box, start, sync)
-    try:
-        while not vclock_covers(cursor.vclock, stop):
-            txs = cursor.read()
-            if txs is None:
-                # Rows up to `stop` are written: the cursor only waits for a batch
-                # that completes right now.
-                cursor.wait(replication_timeout(box))
-                continue
-            relay.time_slice.maybe_yield()
-            if txs:
-                relay_send_txs(relay, txs, subscriber=False, stop=stop)
-                relay.time_slice.maybe_yield()
-    finally:
-        cursor.close()
 
 
 # ----------------------------------------------------------------- SUBSCRIBE
