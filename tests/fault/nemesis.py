@@ -23,6 +23,7 @@ undoes it. Nothing here asserts on time: `Nemesis.log` records what was done.
 """
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 import time
@@ -216,6 +217,9 @@ class Nemesis:
     error: BaseException | None = None
 
     def __post_init__(self):
+        # seconds spent waiting for restarted nodes to recover (each wait has its own
+        # deadline, RESTART_READY_TIMEOUT): the schedule's bound does not count them
+        self.recovery_waits = 0.0
         self._done = threading.Event()
         self._finished = threading.Event()
         self._thread: threading.Thread | None = None
@@ -248,9 +252,28 @@ class Nemesis:
                 restart_node(node)
 
     def wait_finished(self, timeout: float) -> bool:
-        """Until every event has been applied and undone (restarts take their time,
-        so the schedule may end after its nominal length); False at the deadline."""
-        return self._finished.wait(timeout)
+        """Until every event has been applied and undone; False at the deadline.
+        The deadline is `timeout` from now plus the time restarted nodes spent
+        recovering meanwhile: a recovery's length depends on how many rows the
+        workload left and on the machine's load, and each has its own deadline."""
+        deadline = time.monotonic() + timeout - self.recovery_waits
+        while not self._finished.wait(1.0):
+            if time.monotonic() > deadline + self.recovery_waits:
+                return False
+        return True
+
+    @contextlib.contextmanager
+    def _recovering(self):
+        """Counts the time of the block in `recovery_waits`."""
+        began = time.monotonic()
+        try:
+            yield
+        finally:
+            self.recovery_waits += time.monotonic() - began
+
+    def _restart(self, node: Node) -> None:
+        with self._recovering():
+            restart_node(node)
 
     def _run(self) -> None:
         try:
@@ -291,16 +314,17 @@ class Nemesis:
             elif event.fault == "kill":
                 kill9(node)
                 self._done.wait(event.duration)
-                restart_node(node)
+                self._restart(node)
             elif event.fault == "torn":
                 kill9(node)
                 damage = tear_tail(node.workdir, rng)
                 self._note_damage(damage)
                 note += f": {damage or 'no block to tear'}"
                 self._done.wait(event.duration)
-                restart_node(node)
+                self._restart(node)
             elif event.fault == "flip":
-                damage, refusal = flip_and_restart(node, rng)
+                with self._recovering():        # a refused start, then a forced one
+                    damage, refusal = flip_and_restart(node, rng)
                 self._note_damage(damage)
                 note += f": {damage or 'no block to flip'}"
                 if refusal:

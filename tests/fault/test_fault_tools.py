@@ -19,7 +19,8 @@ from spindle.core.xlog.files import SyncPolicy, XlogReader, XlogWriter
 
 from .invariants import lsn_problems
 from .known_bugs import explained_by_gh_5185, gh_5185_rows
-from .nemesis import ALL_LINKS, flip_byte, make_schedule, tear_tail
+from . import nemesis as nemesis_module
+from .nemesis import ALL_LINKS, Nemesis, flip_byte, make_schedule, tear_tail
 
 UUID = "11111111-1111-4111-8111-111111111111"
 
@@ -63,6 +64,42 @@ def test_the_same_seed_gives_the_same_schedule_and_another_seed_another():
 
 
 # -------------------------------------------------------------------- damage
+
+class _FakeClock:
+    """time.monotonic for the nemesis: each wait of the schedule's event moves it
+    by the wait's length; `during_wait` runs at each wait (a restart recovering)."""
+
+    def __init__(self, during_wait):
+        self.now = 0.0
+        self.during_wait = during_wait
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def wait(self, timeout: float) -> bool:
+        self.now += timeout
+        return self.during_wait(self.now)
+
+
+def test_the_schedule_bound_leaves_out_the_time_restarted_nodes_recover(monkeypatch):
+    nemesis = Nemesis({}, {}, [])
+    # 30 s of recovery waits by t = 30, the schedule done at t = 35: finished in a
+    # bound of 10 s of its own
+    def during_wait(now: float) -> bool:
+        nemesis.recovery_waits = min(now, 30.0)
+        return now >= 35.0
+    clock = _FakeClock(during_wait)
+    monkeypatch.setattr(nemesis_module.time, "monotonic", clock.monotonic)
+    monkeypatch.setattr(nemesis._finished, "wait", clock.wait)
+    assert nemesis.wait_finished(10.0)
+    # without the recovery waits the same schedule overruns the bound
+    nemesis = Nemesis({}, {}, [])
+    clock = _FakeClock(lambda now: now >= 35.0)
+    monkeypatch.setattr(nemesis_module.time, "monotonic", clock.monotonic)
+    monkeypatch.setattr(nemesis._finished, "wait", clock.wait)
+    assert not nemesis.wait_finished(10.0)
+    assert clock.now == 11.0
+
 
 def test_a_torn_tail_is_cut_strictly_inside_the_last_block(tmp_path):
     path = write_xlog(tmp_path, [[row(i)] for i in range(1, 6)])
