@@ -1,8 +1,11 @@
--- Tarantool's msgpack module (src/lua/msgpack.c in 2.6): encode(value) -> string,
--- decode(string[, position]) -> value, next position. Integers take the smallest
--- MsgPack form; decoded integers beyond 1e14 - 1 are int64_t/uint64_t cdata, as
--- Tarantool's luaL_pushint64 makes them; decoded arrays and maps carry array_mt/map_mt.
--- Loaded with the serializer core (serializer.lua); returns the module.
+-- Tarantool's msgpack module (src/lua/msgpack.c in 2.6): encode(value[, ibuf]) -> string
+-- or the byte count written into the ibuf, decode(string[, position]) -> value, next
+-- position, decode(char *, size) -> value, next pointer, ibuf_decode(rpos) -> next
+-- pointer, value, decode_array_header/decode_map_header(char *, size) -> count, next
+-- pointer. Integers take the smallest MsgPack form; decoded integers beyond 1e14 - 1 are
+-- int64_t/uint64_t cdata, as Tarantool's luaL_pushint64 makes them; decoded arrays and
+-- maps carry array_mt/map_mt. Loaded with the serializer core (serializer.lua); returns
+-- the module.
 local core, decode_error = ...
 
 local ffi = require('ffi')
@@ -200,16 +203,44 @@ function encode_value(buf, value, cfg, level)
     end
 end
 
+-- The buffer module's `struct ibuf` (or a pointer to one), else nil. The type exists
+-- once require('buffer') has declared it; before that no value can be an ibuf.
+local ibuf_t
+local function as_ibuf(value)
+    if type(value) ~= 'cdata' then
+        return nil
+    end
+    if ibuf_t == nil then
+        local ok, ctype = pcall(ffi.typeof, 'struct ibuf')
+        if not ok then
+            return nil
+        end
+        ibuf_t = ctype
+    end
+    return ffi.istype(ibuf_t, value) and value or nil
+end
+
 local function encode(cfg, ...)
     local n = select('#', ...)
     if n < 1 then
         error('msgpack.encode: a Lua object expected', 0)
-    elseif n > 1 then
-        error("msgpack.encode: argument 2 must be of type 'struct ibuf'", 0)
+    end
+    local ibuf
+    if n > 1 then
+        ibuf = as_ibuf((select(2, ...)))
+        if ibuf == nil then
+            error("msgpack.encode: argument 2 must be of type 'struct ibuf'", 0)
+        end
     end
     local buf = {}
     encode_value(buf, (...), cfg, 0)
-    return concat(buf)
+    local data = concat(buf)
+    if ibuf == nil then
+        return data
+    end
+    -- into the ibuf: appended at its write position, the byte count returned
+    ffi.copy(ibuf:alloc(#data), data, #data)
+    return #data
 end
 
 ----------------------------------------------------------------------------- check
@@ -230,43 +261,50 @@ local FIXED = {[0xc0] = 1, [0xc1] = 1, [0xc2] = 1, [0xc3] = 1, [0xca] = 5, [0xcb
                [0xd2] = 5, [0xd3] = 9, [0xd4] = 3, [0xd5] = 4, [0xd6] = 6, [0xd7] = 10,
                [0xd8] = 18}
 
--- mp_check: the position after one complete value starting at p, or nil.
-local function skip(s, p, len)
+local bytes_t = ffi.typeof('const uint8_t *')
+
+-- mp_check over the bytes b[0 .. len - 1]: the offset after the one complete value
+-- starting at offset o, or nil when it runs past len. Without len (a bare pointer, as
+-- ibuf_decode takes) the value's own headers give its extent, as 2.6.0's unchecked
+-- decoders trust them.
+local function skip(b, o, len)
+    len = len or math.huge
     local pending = 1
     while pending > 0 do
-        if p > len then return nil end
-        local c = byte(s, p)
+        if o >= len then return nil end
+        local c = b[o]
         pending = pending - 1
         if c < 0x80 or c >= 0xe0 then
-            p = p + 1
+            o = o + 1
         elseif c < 0x90 then
-            p, pending = p + 1, pending + 2 * (c - 0x80)
+            o, pending = o + 1, pending + 2 * (c - 0x80)
         elseif c < 0xa0 then
-            p, pending = p + 1, pending + (c - 0x90)
+            o, pending = o + 1, pending + (c - 0x90)
         elseif c < 0xc0 then
-            p = p + 1 + (c - 0xa0)
+            o = o + 1 + (c - 0xa0)
         elseif FIXED[c] then
-            p = p + FIXED[c]
+            o = o + FIXED[c]
         else
             local size = (c == 0xc4 or c == 0xc7 or c == 0xd9) and 1 or
                          (c == 0xc5 or c == 0xc8 or c == 0xda or c == 0xdc or
                           c == 0xde) and 2 or 4
-            if p + size > len then return nil end
-            local n = be_uint(s, p + 1, size)
-            p = p + 1 + size
+            if o + size >= len then return nil end
+            local n = 0
+            for i = o + 1, o + size do n = n * 256 + b[i] end
+            o = o + 1 + size
             if c == 0xdc or c == 0xdd then
                 pending = pending + n
             elseif c == 0xde or c == 0xdf then
                 pending = pending + 2 * n
             elseif c >= 0xc7 and c <= 0xc9 then
-                p = p + 1 + n                    -- the ext type byte, then the data
+                o = o + 1 + n                    -- the ext type byte, then the data
             else
-                p = p + n
+                o = o + n
             end
         end
     end
-    if p > len + 1 then return nil end
-    return p
+    if o > len then return nil end
+    return o
 end
 
 ----------------------------------------------------------------------------- decode
@@ -478,7 +516,17 @@ function decode_value(s, p, cfg)
     return decode_ext(s, p, c)
 end
 
-local CHAR_PTR = ffi.typeof('const char *')
+local CHAR_PTR, MUTABLE_CHAR_PTR = ffi.typeof('const char *'), ffi.typeof('char *')
+
+-- A 'char *' or 'const char *' exactly (ffi.istype would also take 'unsigned char *',
+-- which 2.6.0 refuses).
+local function is_char_ptr(value)
+    if type(value) ~= 'cdata' then
+        return false
+    end
+    local ctype = ffi.typeof(value)
+    return ctype == CHAR_PTR or ctype == MUTABLE_CHAR_PTR
+end
 
 local function decode_string(cfg, s, offset, check)
     local p = 1
@@ -492,7 +540,7 @@ local function decode_string(cfg, s, offset, check)
             error('msgpack.decode: offset is out of bounds', 0)
         end
     end
-    if check and skip(s, p, #s) == nil then
+    if check and skip(ffi.cast(bytes_t, s), p - 1, #s) == nil then
         invalid()
     end
     return decode_value(s, p, cfg)
@@ -507,10 +555,10 @@ local function decode_pointer(cfg, ptr, size, check)
     if size < 0 then
         error("msgpack.decode: size can't be negative", 0)
     end
-    local s = ffi.string(ptr, size)
-    if check and skip(s, 1, #s) == nil then
+    if check and skip(ffi.cast(bytes_t, ptr), 0, size) == nil then
         invalid()
     end
+    local s = ffi.string(ptr, size)
     local value, p = decode_value(s, 1, cfg)
     return value, ffi.cast(ffi.typeof(ptr), ffi.cast(CHAR_PTR, ptr) + (p - 1))
 end
@@ -519,14 +567,75 @@ local function decoder(check)
     return function(cfg, data, ...)
         if type(data) == 'string' then
             return decode_string(cfg, data, (...), check)
-        elseif type(data) == 'cdata' and (ffi.istype('const char *', data) or
-                                          ffi.istype('char *', data)) then
+        elseif is_char_ptr(data) then
             return decode_pointer(cfg, data, (...), check)
         end
         error("msgpack.decode: a Lua string or 'char *' expected", 0)
     end
 end
 local decode, decode_unchecked = decoder(true), decoder(false)
+
+-- ibuf_decode(rpos): the value at a bare pointer (no size: its headers say where it
+-- ends, unchecked as in 2.6.0), returned after the pointer past it, of rpos's type.
+local function ibuf_decode(cfg, rpos)
+    -- a pointer (or an address); 2.6.0 reads any other cdata's bytes as one
+    local ok, bytes = pcall(ffi.cast, bytes_t, rpos)
+    if type(rpos) ~= 'cdata' or not ok or not pcall(ffi.cast, ffi.typeof(rpos), bytes) then
+        error('expected cdata as 1 argument', 0)
+    end
+    if bytes == nil then
+        error('msgpack.ibuf_decode: rpos is null', 0)
+    end
+    local size = skip(bytes, 0)
+    local value = decode_value(ffi.string(bytes, size), 1, cfg)
+    return ffi.cast(ffi.typeof(rpos), bytes + size), value
+end
+
+-- decode_array_header/decode_map_header(ptr, size): the element count of the array
+-- (map) whose header starts at a 'char *', and the pointer after that header.
+local HEADERS = {
+    array = {fix = 0x90, [0xdc] = 2, [0xdd] = 4},
+    map = {fix = 0x80, [0xde] = 2, [0xdf] = 4},
+}
+
+local function header_decoder(kind)
+    local name = 'msgpack.decode_' .. kind .. '_header'
+    local fix, sizes = HEADERS[kind].fix, HEADERS[kind]
+    return function(...)
+        if select('#', ...) ~= 2 then
+            error('Usage: ' .. name .. '(ptr, size)', 0)
+        end
+        local ptr, size = ...
+        if not is_char_ptr(ptr) then
+            error(name .. ": 'char *' expected", 0)
+        end
+        local n = tonumber(size)
+        if n == nil then
+            error("bad argument #2 to '?' (number expected, got " .. type(size) .. ')', 0)
+        end
+        n = n >= 0 and math.floor(n) or -math.floor(-n)   -- an integer, as lua_tointeger
+        if n <= 0 then
+            error(name .. ': non-positive size', 0)
+        end
+        local b = ffi.cast(bytes_t, ptr)
+        local c = b[0]
+        local count, length
+        if c >= fix and c < fix + 16 then
+            count, length = c - fix, 1
+        elseif sizes[c] then
+            length = 1 + sizes[c]
+            if length > n then
+                error(name .. ': unexpected end of buffer', 0)
+            end
+            count = 0
+            for i = 1, length - 1 do count = count * 256 + b[i] end
+        else
+            error(name .. ': unexpected msgpack type', 0)
+        end
+        return count, ptr + length
+    end
+end
+local decode_array_header, decode_map_header = header_decoder('array'), header_decoder('map')
 
 ----------------------------------------------------------------------------- module
 
@@ -537,6 +646,9 @@ function new()
         encode = guard(function(...) return encode(cfg, ...) end),
         decode = guard(function(...) return decode(cfg, ...) end),
         decode_unchecked = guard(function(...) return decode_unchecked(cfg, ...) end),
+        ibuf_decode = guard(function(rpos) return ibuf_decode(cfg, rpos) end),
+        decode_array_header = decode_array_header,
+        decode_map_header = decode_map_header,
         new = new,
         cfg = cfg,
         NULL = NULL,

@@ -1,7 +1,9 @@
 -- Tarantool's `msgpackffi` module: msgpack's encode/decode under msgpackffi's names
 -- and error texts (the encoding is the msgpack module's: one home for MsgPack).
--- decode_unchecked also takes a bare 'char *' (no size, as 2.6.0's): the object's
--- length is read from its own headers before it is decoded. on_encode checks its
+-- decode_unchecked also takes a bare 'char *' (no size, as 2.6.0's): msgpack.ibuf_decode's
+-- decoding, which reads the object's length from its own headers. `internal` holds the
+-- encoders into a buffer.ibuf that 2.6.0's net.box uses (encode_fix, encode_array,
+-- encode_r), over msgpack.encode's ibuf form. on_encode checks its
 -- arguments as 2.6.0's; custom cdata encoders write into 2.6.0's C encoder buffer,
 -- which Spindle does not have, so registering one is refused with that reason.
 local msgpack = ...
@@ -23,6 +25,9 @@ local function rethrow(message)
     if match(message, 'invalid MsgPack') then
         error('builtin/msgpackffi.lua:584: assertion failed!', 0)
     end
+    if match(message, '^Unsuported MsgPack extension type') then
+        error('builtin/msgpackffi.lua:521: Unsupported extension type', 0)
+    end
     error(message, 0)
 end
 
@@ -32,45 +37,6 @@ local function call(f, ...)
         rethrow(result[2])
     end
     return unpack(result, 2, table.maxn(result))
-end
-
--- the size of the MsgPack object at p (a byte pointer), walking its headers
-local function object_size(p)
-    local pos, pending = 0, 1
-    local function be(offset, n)
-        local v = 0
-        for k = 0, n - 1 do v = v * 256 + p[offset + k] end
-        return v
-    end
-    while pending > 0 do
-        pending = pending - 1
-        local c = p[pos]
-        pos = pos + 1
-        if c <= 0x7f or c >= 0xe0 or (c >= 0xc0 and c <= 0xc3) then     -- scalars
-            if c == 0xc1 then error('builtin/msgpackffi.lua:584: assertion failed!', 0) end
-        elseif c >= 0x80 and c <= 0x8f then pending = pending + 2 * (c - 0x80)
-        elseif c >= 0x90 and c <= 0x9f then pending = pending + (c - 0x90)
-        elseif c >= 0xa0 and c <= 0xbf then pos = pos + (c - 0xa0)
-        elseif c == 0xc4 or c == 0xd9 then pos = pos + 1 + p[pos]
-        elseif c == 0xc5 or c == 0xda then pos = pos + 2 + be(pos, 2)
-        elseif c == 0xc6 or c == 0xdb then pos = pos + 4 + be(pos, 4)
-        elseif c == 0xc7 then pos = pos + 2 + p[pos]
-        elseif c == 0xc8 then pos = pos + 3 + be(pos, 2)
-        elseif c == 0xc9 then pos = pos + 5 + be(pos, 4)
-        elseif c == 0xca then pos = pos + 4
-        elseif c == 0xcb then pos = pos + 8
-        elseif c == 0xcc or c == 0xd0 then pos = pos + 1
-        elseif c == 0xcd or c == 0xd1 then pos = pos + 2
-        elseif c == 0xce or c == 0xd2 then pos = pos + 4
-        elseif c == 0xcf or c == 0xd3 then pos = pos + 8
-        elseif c >= 0xd4 and c <= 0xd8 then pos = pos + 1 + 2 ^ (c - 0xd4)
-        elseif c == 0xdc then pending = pending + be(pos, 2); pos = pos + 2
-        elseif c == 0xdd then pending = pending + be(pos, 4); pos = pos + 4
-        elseif c == 0xde then pending = pending + 2 * be(pos, 2); pos = pos + 2
-        elseif c == 0xdf then pending = pending + 2 * be(pos, 4); pos = pos + 4
-        end
-    end
-    return pos
 end
 
 local function decoder(decode)
@@ -87,7 +53,11 @@ local function decoder(decode)
             return call(decode, data, offset)
         elseif type(data) == 'cdata' and (ffi.istype('const char *', data) or
                                           ffi.istype('char *', data)) then
-            return call(decode, data, object_size(ffi.cast(bytes_t, data)))
+            if ffi.cast(bytes_t, data)[0] == 0xc1 then
+                error('builtin/msgpackffi.lua:584: assertion failed!', 0)
+            end
+            local after, value = call(msgpack.ibuf_decode, data)
+            return value, after
         end
         error(DECODE_USAGE, 0)
     end
@@ -129,6 +99,63 @@ local msgpackffi = {
     decode = decoder(msgpack.decode),
     decode_unchecked = decoder(msgpack.decode_unchecked),
 }
+
+-- msgpackffi.internal: each writes at the ibuf's write position. Misuse fails as the
+-- Lua code of 2.6.0's encoders does (a missing buffer or number), by the same words.
+local function alloc(buf, size)
+    if type(buf) ~= 'cdata' and type(buf) ~= 'table' and type(buf) ~= 'string' then
+        error(format("builtin/msgpackffi.lua:64: attempt to index local 'buf' (a %s value)",
+                     type(buf)), 0)
+    end
+    if buf.alloc == nil then
+        error("builtin/msgpackffi.lua:64: attempt to call method 'alloc' (a nil value)", 0)
+    end
+    return buf:alloc(size)
+end
+
+local function encode_fix(buf, code, num)
+    local p = alloc(buf, 1)
+    if type(num) ~= 'number' then
+        error("builtin/msgpackffi.lua:65: bad argument #2 to 'bor' (number expected, got " ..
+              type(num) .. ')', 0)
+    end
+    p[0] = bit.bor(code, num)
+end
+
+local function encode_be(buf, code, size, bytes)    -- code, then size in `bytes` bytes
+    local p = alloc(buf, 1 + bytes)
+    p[0] = code
+    for i = bytes, 1, -1 do
+        p[i] = size % 256
+        size = math.floor(size / 256)
+    end
+end
+
+local function encode_array(buf, size)
+    if type(size) ~= 'number' then
+        error(format('builtin/msgpackffi.lua:188: attempt to compare %s with number',
+                     type(size)), 0)
+    end
+    if size <= 0xf then
+        encode_fix(buf, 0x90, size)
+    elseif size <= 0xffff then
+        encode_be(buf, 0xdc, size, 2)
+    else
+        encode_be(buf, 0xdd, size, 4)
+    end
+end
+
+local function encode_r(buf, obj, level)
+    if type(level) ~= 'number' then
+        error(format('builtin/msgpackffi.lua:232: attempt to compare number with %s',
+                     type(level)), 0)
+    end
+    alloc(buf, 0)
+    call(msgpack.encode, as_msgpackffi(obj, 0), buf)
+end
+
+msgpackffi.internal = {encode_fix = encode_fix, encode_array = encode_array,
+                       encode_r = encode_r}
 
 function msgpackffi.on_encode(ctype, callback)
     if type(ctype) ~= 'cdata' or type(callback) ~= 'function' then
