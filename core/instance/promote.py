@@ -25,12 +25,11 @@ from typing import TYPE_CHECKING
 from spindle.core import log
 from spindle.core.box.limbo import PROMOTE
 from spindle.core.fiber import Cond
-from spindle.core.iproto.constants import IprotoKey, IprotoType
 from spindle.core.iproto.errors import (
     ER_INTERFERING_PROMOTE, ER_QUORUM_WAIT, ER_RAFT_DISABLED, ClientError, ErrorCode,
     FiberIsCancelled, LaterClientError,
 )
-from spindle.core.iproto.msgpack import pack
+from spindle.core.iproto.replication import encode_promote
 from spindle.core.iproto.xrow import XRow
 from spindle.core.raft.raft import RaftState
 from spindle.core.replication.replica import RelayState
@@ -48,8 +47,7 @@ def quorum_wait_error(quorum: int, reason: str) -> PromoteError:
 
 
 def promote_row(owner_id: int, lsn: int, term: int) -> XRow:
-    body = pack({IprotoKey.REPLICA_ID: owner_id, IprotoKey.LSN: lsn, IprotoKey.TERM: term})
-    return XRow(type=IprotoType.PROMOTE, body=body)
+    return encode_promote(owner_id, lsn, term)
 
 
 class Promoter:
@@ -132,6 +130,7 @@ class Promoter:
         log.info("RAFT: promote {replica_id: %s, lsn: %s, term: %s}", former, lsn, term)
         wal.write([promote_row(former, lsn, term)])
         box.limbo.txn_limbo_process(PROMOTE, former, lsn, origin=box.instance_id, term=term)
+        box.box_raft.update_read_only()      # the queue is the leader's: writable now
 
     def _wait_quorum(self, owner: int, lsn: int, quorum: int, timeout: float) -> None:
         """box_wait_quorum: `quorum` instances (this one and the followers with

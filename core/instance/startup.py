@@ -8,8 +8,9 @@ and `replicaset_sync` keeps the instance orphan until a quorum of them is synced
 """
 from __future__ import annotations
 
+import itertools
 import uuid as uuid_module
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 from spindle.core import log
 from spindle.core.iproto.errors import ClientError, ErrorCode
@@ -116,7 +117,11 @@ def bootstrap_from_master(box: Box, master, memtx_dir: str) -> VClock:
     applier.applier_resume_to_state(ApplierState.READY, TIMEOUT_INFINITY)
     vclock = box.replicaset.vclock.copy()
     assert box.instance_uuid is not None   # (Box.start chose it before bootstrapping)
-    write_snapshot(memtx_dir, box.instance_uuid, vclock, box.read_view(), sched=box.sched)
+    rows: Iterable = box.read_view()
+    raft_row = box.box_raft.checkpoint_row()    # the term a JOIN META stage told
+    if raft_row is not None:
+        rows = itertools.chain(rows, (raft_row,))
+    write_snapshot(memtx_dir, box.instance_uuid, vclock, rows, sched=box.sched)
     return vclock
 
 

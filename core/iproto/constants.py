@@ -154,6 +154,8 @@ class IprotoType(enum.IntEnum):
     VOTE = 68
     FETCH_SNAPSHOT = 69
     REGISTER = 70
+    JOIN_META = 71         # 2.7.3, 2.8.2+: the JOIN stage before the snapshot
+    JOIN_SNAPSHOT = 72     # (raft and limbo state) and its end
     ID = 73                # 2.10+
     VY_INDEX_RUN_INFO = 100
     VY_INDEX_PAGE_INFO = 101

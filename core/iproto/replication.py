@@ -16,6 +16,7 @@ from spindle.core.iproto.constants import (
 )
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
 from spindle.core.iproto.msgpack import MsgpackError, invalid_msgpack, pack, unpack
+from spindle.core.iproto.request import decode_synchro_body
 from spindle.core.iproto.xrow import XRow
 from spindle.core.raft.raft import RaftMsg
 from spindle.core.vclock import VClock
@@ -97,9 +98,14 @@ def decode_ballot(row: XRow) -> Ballot:
 
 # --------------------------------------------------------------------- JOIN
 
-def encode_join(instance_uuid: str) -> XRow:
-    """JOIN (65): `{INSTANCE_UUID: uuid}` (2.6.0 sends no version)."""
-    return XRow(type=IprotoType.JOIN, body=_map((IprotoKey.INSTANCE_UUID, instance_uuid)))
+def encode_join(instance_uuid: str, version_id: int = 0) -> XRow:
+    """JOIN (65): `{INSTANCE_UUID: uuid}` as 2.6.0 sends it, or with the joiner's
+    SERVER_VERSION after it, as 2.7.3/2.8.2+ send it: that is how a joiner says it
+    understands the META stage (a 2.6 master skips the key)."""
+    pairs: list[tuple[int, Any]] = [(IprotoKey.INSTANCE_UUID, instance_uuid)]
+    if version_id:
+        pairs.append((IprotoKey.SERVER_VERSION, version_id))
+    return XRow(type=IprotoType.JOIN, body=_map(*pairs))
 
 
 @dataclass
@@ -114,7 +120,69 @@ def decode_join(row: XRow) -> JoinRequest:
         raise ClientError(ErrorCode.ER_MISSING_REQUEST_FIELD, "INSTANCE_UUID")
     version = body.get(IprotoKey.SERVER_VERSION, 0)
     return JoinRequest(_uuid(body[IprotoKey.INSTANCE_UUID]),
-                       version if isinstance(version, int) else 0)
+                       version if _is_uint(version) else 0)
+
+
+# ---------------------------------------------------------------- JOIN META
+
+@dataclass
+class JoinMeta:
+    """What the META stage of an initial JOIN carries (2.7.3, 2.8.2+; a master
+    sends it only to a joiner whose JOIN had a SERVER_VERSION): the master's
+    persisted Raft term and vote, and its limbo as a PROMOTE request —
+    `owner_id` the limbo's owner (also the row's REPLICA_ID, which the limbo
+    takes as the PROMOTE's writer), `lsn` its confirmed LSN, `term` the greatest
+    PROMOTE term the master has seen."""
+    raft: RaftMsg | None = None
+    owner_id: int = 0
+    lsn: int = 0
+    term: int = 0
+    origin_id: int = 0
+    has_limbo: bool = False
+
+
+def encode_join_meta(raft: RaftMsg, owner_id: int, lsn: int, term: int) -> list[XRow]:
+    """The META stage as relay_initial_join of 2.8.2+ sends it after OK {vclock}:
+    a body-less JOIN_META, the Raft row (term and vote only, as a snapshot keeps
+    them), a PROMOTE with the limbo's state, a body-less JOIN_SNAPSHOT; then
+    the snapshot rows follow. (The caller puts the JOIN's sync on each.)"""
+    return [XRow(type=IprotoType.JOIN_META),
+            encode_raft(RaftMsg(raft.term, raft.vote)),
+            encode_promote(owner_id, lsn, term, replica_id=owner_id),
+            XRow(type=IprotoType.JOIN_SNAPSHOT)]
+
+
+def decode_join_meta_row(meta: JoinMeta, row: XRow) -> bool:
+    """One row of the META stage (after JOIN_META) into `meta`; True at the
+    JOIN_SNAPSHOT that ends the stage. As applier_wait_snapshot of 2.8.2+: an
+    error row is raised as the master's error; a PROMOTE and a Raft row are
+    decoded (ER_INVALID_MSGPACK when malformed); any other type — an OK that
+    would end the data stage while META is not over, a snapshot row — is
+    ER_UNKNOWN_REQUEST_TYPE."""
+    rtype = row.type
+    if is_error_type(rtype):
+        raise decode_error(row)
+    if rtype == IprotoType.JOIN_SNAPSHOT:
+        return True
+    if rtype == IprotoType.PROMOTE:
+        request = decode_synchro_body(row.body)
+        meta.owner_id, meta.lsn, meta.term = request
+        meta.origin_id = row.replica_id
+        meta.has_limbo = True
+    elif rtype == IprotoType.RAFT:
+        meta.raft = decode_raft(row)
+    else:
+        raise ClientError(ErrorCode.ER_UNKNOWN_REQUEST_TYPE, rtype)
+    return False
+
+
+def encode_promote(owner_id: int, lsn: int, term: int, **header: Any) -> XRow:
+    """PROMOTE (31, 2.6.3+): body {REPLICA_ID: the limbo's former owner, LSN: the
+    last of its entries confirmed, TERM: the writer's Raft term}; the row's own
+    header fields come as keyword arguments."""
+    return XRow(type=IprotoType.PROMOTE, body=_map(
+        (IprotoKey.REPLICA_ID, owner_id), (IprotoKey.LSN, lsn), (IprotoKey.TERM, term)),
+        **header)
 
 
 # ----------------------------------------------------------- FETCH_SNAPSHOT

@@ -45,9 +45,9 @@ from spindle.core.iproto.errors import (
 )
 from spindle.core.iproto.greeting import GREETING_SIZE, PROTOCOL_BINARY, decode_greeting
 from spindle.core.iproto.replication import (
-    Ballot, decode_ballot, decode_error, decode_raft, decode_subscribe_response,
-    decode_vclock_row, encode_ack, encode_fetch_snapshot, encode_join, encode_register, encode_subscribe,
-    encode_vote,
+    Ballot, JoinMeta, decode_ballot, decode_error, decode_join_meta_row, decode_raft,
+    decode_subscribe_response, decode_vclock_row, encode_ack, encode_fetch_snapshot, encode_join,
+    encode_register, encode_subscribe, encode_vote,
 )
 from spindle.core.iproto.xrow import XRow
 from spindle.core.raft.raft import RaftError
@@ -88,6 +88,7 @@ _ROWS_LOGGED_EVERY = 100000
 _SNAPSHOT_ROW_TYPES = (bytes((IprotoType.INSERT,)), bytes((IprotoType.REPLACE,)))
 _OK = int(IprotoType.OK)
 _RAFT = int(IprotoType.RAFT)      # (read per row: an enum member from its class is slow)
+_JOIN_META = int(IprotoType.JOIN_META)
 
 
 class RaftBoxError(BoxError):
@@ -404,13 +405,17 @@ class Applier:
         before the whole JOIN arrived, so a JOIN broken half way leaves no trace and
         the next attempt starts clean."""
         box, conn = self.box, self._connection()
-        conn.write_row(encode_join(self._instance_uuid()), self._timeout())
+        # with our version: a master of 2.7.3/2.8.2+ (or Spindle) sends the META
+        # stage, a 2.6 master skips the key
+        conn.write_row(encode_join(self._instance_uuid(), OWN_VERSION_ID), self._timeout())
         box.replicaset.vclock = self._read_vclock_reply("JOIN")
         self.applier_set_state(S.INITIAL_JOIN)
-        snapshot = self._read_snapshot_rows()
+        meta = JoinMeta()
+        snapshot = self._read_snapshot_rows(meta)
         log.info("initial data received")
         self.applier_set_state(S.FINAL_JOIN)
         final = self._read_wal_rows(len(snapshot), box.replicaset.vclock)
+        applier_apply_join_meta(box, meta)
         snapshot.apply(box)
         for tx in final:
             applier_apply_tx(box, tx)
@@ -463,11 +468,13 @@ class Applier:
             raise reply_error(reply, what)
         return decoded(decode_vclock_row, reply)
 
-    def _read_snapshot_rows(self) -> SnapshotRows:
-        """Rows until the OK that ends the stage."""
+    def _read_snapshot_rows(self, meta: JoinMeta | None = None) -> SnapshotRows:
+        """Rows until the OK that ends the stage; first the META stage into `meta`,
+        when it was asked for and comes."""
         snapshot = SnapshotRows()
         maybe_yield = TimeSlice(self.sched, APPLIER_SLICE).maybe_yield
         conn, timeout = self._connection(), self._join_timeout()
+        first = True
         while True:
             maybe_yield()
             packet = conn.read_packet(timeout)
@@ -476,12 +483,33 @@ class Applier:
                 # A snapshot row's header is its REQUEST_TYPE alone: skip decoding it
                 snapshot.add_body(packet[2], packet[3:] or None)
             else:
-                row = self._stage_row(conn.decode(packet))
+                row = conn.decode(packet)
+                if first and meta is not None and row.type == _JOIN_META:
+                    self._read_join_meta(meta)
+                    first = False
+                    continue
+                row = self._stage_row(row)
                 if row is None:
                     return snapshot
                 snapshot.add(row)
+            first = False
             if len(snapshot) % _ROWS_LOGGED_EVERY == 0:
                 log.info("%.1fM rows received", len(snapshot) / 1e6)
+
+    def _read_join_meta(self, meta: JoinMeta) -> None:
+        """The META stage after its JOIN_META: rows until JOIN_SNAPSHOT. A row
+        that cannot be read breaks the stream (reconnect, join again)."""
+        conn, timeout = self._connection(), self._join_timeout()
+        while True:
+            row = conn.read_row(timeout)
+            self.last_row_time = self.sched.clock()
+            try:
+                if decoded(lambda row: decode_join_meta_row(meta, row), row):
+                    return
+            except ClientError as exc:
+                if exc.code == ErrorCode.ER_UNKNOWN_REQUEST_TYPE:
+                    raise StreamError(exc) from exc
+                raise
 
     def _read_wal_rows(self, counted: int, start: VClock) -> list[list[XRow]]:
         """WAL rows (with LSNs) after `start` until the OK that ends the stage, as
@@ -671,3 +699,17 @@ class Applier:
         if self.remote_vclock_at_subscribe.compare(self.box.replicaset.vclock,
                                                    ignore0=True) in (-1, 0):
             self.applier_set_state(S.FOLLOW)
+
+
+def applier_apply_join_meta(box: ReplicationInstanceApi, meta: JoinMeta) -> None:
+    """What the META stage of a JOIN told, applied with the rest of the JOIN (as
+    applier_wait_snapshot of 2.8.2+ does): the Raft core takes the master's term
+    and vote as if read from a snapshot (box_raft_recover) — so the joiner knows
+    the term before any Raft message, and its first snapshot keeps it — and the
+    limbo processes the PROMOTE (txn_limbo_process): the owner, the greatest
+    PROMOTE term."""
+    if meta.raft is not None:
+        box.raft.process_recovery(meta.raft)
+    if meta.has_limbo:
+        box.limbo.txn_limbo_process(IprotoType.PROMOTE, meta.owner_id, meta.lsn,
+                                    origin=meta.origin_id, term=meta.term)

@@ -108,7 +108,7 @@ def box_process_join(executor, session, request, stream) -> None:
     wal_tail_of(box.wal, box.sched)               # before any vclock is taken
     consumer = _register_consumer(box, uuid, box.vclock)
     try:
-        start = relay_initial_join(box, stream, sync)
+        start = relay_initial_join(box, stream, sync, join.version_id)
         log.info("initial data sent.")
         box_on_join(box, uuid)                    # into _cluster, lowest free id
         stop = box.vclock.copy()

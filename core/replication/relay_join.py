@@ -15,7 +15,7 @@ import struct
 from spindle.core.fiber.timeslice import RELAY_SLICE, TimeSlice
 from spindle.core.iproto.constants import GroupId, IprotoType
 from spindle.core.iproto.msgpack import packb
-from spindle.core.iproto.replication import encode_vclock_row
+from spindle.core.iproto.replication import encode_join_meta, encode_vclock_row
 from spindle.core.iproto.xrow import XRow, frame
 from spindle.core.vclock import VClock
 
@@ -44,9 +44,12 @@ def relay_wait_sync_confirm(box: ReplicationInstanceApi) -> None:
     box.limbo.txn_limbo_wait_confirm()
 
 
-def relay_initial_join(box: ReplicationInstanceApi, stream, sync: int) -> VClock:
-    """Send OK {vclock} and the data of a read view; returns that vclock (the
-    replica's starting point). Temporary and GROUP_LOCAL spaces are not sent."""
+def relay_initial_join(box: ReplicationInstanceApi, stream, sync: int,
+                       replica_version_id: int = 0) -> VClock:
+    """Send OK {vclock}, the META stage when the joiner asked for it (its JOIN had
+    a version: `replica_version_id`), and the data of a read view; returns that
+    vclock (the replica's starting point). Temporary and GROUP_LOCAL spaces are
+    not sent."""
     sched = box.sched
     view = box.read_view()        # frozen first: writes may go on while it is sent
     try:
@@ -55,8 +58,12 @@ def relay_initial_join(box: ReplicationInstanceApi, stream, sync: int) -> VClock
         assert wal is not None   # (a master serving JOIN has started its WAL)
         vclock = wal.sync()
         relay_wait_sync_confirm(box)
+        # taken with the limbo empty, before anything is sent (2.8.2's order)
+        meta = relay_join_meta(box) if replica_version_id > 0 else []
         timeout = join_write_timeout(box)
         stream.write_row(encode_vclock_row(vclock), sync, timeout)
+        if meta:
+            stream.write(b"".join([row.encode_frame(sync) for row in meta]), timeout)
         head = XRow(type=IprotoType.INSERT).encode_header(sync)
         out: list[bytes] = []
         size = 0
@@ -88,6 +95,16 @@ def relay_initial_join(box: ReplicationInstanceApi, stream, sync: int) -> VClock
         if close is not None:
             close()
     return vclock
+
+
+def relay_join_meta(box: ReplicationInstanceApi) -> list[XRow]:
+    """The META stage's rows: the persisted Raft term and vote
+    (box_raft_checkpoint_local) and the limbo as txn_limbo_checkpoint makes it
+    (owner, confirmed LSN, greatest PROMOTE term). Only a joiner that announced
+    a version gets them: 2.6.0 and 2.6.3 send none, and would stop on type 71."""
+    limbo = box.limbo
+    return encode_join_meta(box.raft.checkpoint_local(), limbo.owner_id,
+                            limbo.confirmed_lsn, limbo.promote_greatest_term)
 
 
 def relay_final_join(box: ReplicationInstanceApi, stream, sync: int, start: VClock,
