@@ -139,8 +139,19 @@ class BoxRaft:
 
     @property
     def is_ro(self) -> bool:
-        """raft_is_ro: election on and this instance not the leader."""
-        return self.raft.is_enabled and self.raft.state != RaftState.LEADER
+        """raft_is_ro: election on and this instance not the leader — or not yet
+        the owner of the synchronous queue: an elected leader stays read-only
+        until its PROMOTE of this term is written and processed (a later
+        Tarantool's rule; 2.6.3 is writable at once). A transaction let in
+        before that enters the limbo ahead of the PROMOTE's processing but lands
+        after it in the WAL: the PROMOTE then rolled it back here while the
+        followers, reading the WAL in order, committed it."""
+        raft = self.raft
+        if not raft.is_enabled:
+            return False
+        if raft.state != RaftState.LEADER:
+            return True
+        return self.box.limbo.promote_term_map.get(self.box.instance_id, 0) < raft.term
 
     def update_read_only(self) -> None:
         self.box.set_read_only("election", self.is_ro)

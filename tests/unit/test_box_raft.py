@@ -144,6 +144,49 @@ def test_a_voter_is_read_only_and_reconfiguration_applies(sched, tmp_path):
     assert seen["off"] == (False, "follower")
 
 
+def test_an_elected_leader_is_read_only_until_its_promote(sched, tmp_path):
+    """A transaction let in between the election and the leader's PROMOTE entered
+    the limbo before the PROMOTE was processed but came after it in the WAL: the
+    PROMOTE rolled it back on the leader while followers, reading the WAL in
+    order, committed it (seen under failover load: tests/fault/failover.py). So
+    the leader refuses writes until its PROMOTE of the term is processed."""
+    seen = {}
+
+    def main():
+        box = Box(sched)
+        box.start(_cfg(tmp_path, election_mode="candidate", election_timeout=1))
+        _wait(sched, lambda: box.limbo.promote_term_map.get(1) == 2)
+
+        def write(tag):
+            try:
+                box.engine.space("_schema").replace([tag, 1])
+            except ClientError as exc:
+                seen[tag] = exc.code
+            else:
+                seen[tag] = "ok"
+
+        def on_update(raft):
+            if raft.state == RaftState.LEADER and "at election" not in seen:
+                seen["at election"] = (box.read_only, box.ro_reason)
+                sched.spawn(write, "during promote")
+        box.raft.on_update.append(on_update)
+        box.box_raft.set_mode("voter")          # resigns
+        box.box_raft.set_mode("candidate")      # elected again, in term 3
+        _wait(sched, lambda: box.limbo.promote_term_map.get(1) == 3)
+        seen["promoted"] = (box.read_only, box.ro_reason)
+        write("after promote")
+        seen["tuples"] = [box.engine.space("_schema").get([tag]) is not None
+                          for tag in ("during promote", "after promote")]
+        box.stop()
+
+    sched.run(main)
+    assert seen["at election"] == (True, "election")
+    assert seen["during promote"] == ErrorCode.ER_READONLY
+    assert seen["promoted"] == (False, None)
+    assert seen["after promote"] == "ok"
+    assert seen["tuples"] == [False, True]
+
+
 # ------------------------------------------------------------------- codec
 
 def test_raft_rows_are_encoded_as_2_6_3_sends_them():
