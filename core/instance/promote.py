@@ -131,7 +131,6 @@ class Promoter:
         wal.write([promote_row(former, lsn, term)])
         box.limbo.txn_limbo_process(PROMOTE, former, lsn, origin=box.instance_id, term=term)
         box.box_raft.update_read_only()      # the queue is the leader's: writable now
-        box.box_raft.update_read_only()      # the queue is the leader's: writable now
 
     def _wait_quorum(self, owner: int, lsn: int, quorum: int, timeout: float) -> None:
         """box_wait_quorum: `quorum` instances (this one and the followers with
