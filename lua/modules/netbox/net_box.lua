@@ -3,11 +3,11 @@
 -- The connection object, its futures and triggers live here, its space and index
 -- objects (from the peer's schema) in net_box_schema.lua, net.box.self in
 -- net_box_self.lua; the socket, the state machine and the pipelining are
--- transport.py's. Not here: the `buffer`/`skip_header` options (no ibuf module),
--- the deprecated console connections, wrap() of a socket, SQL. Request bodies are
--- encoded and responses
--- decoded here with the msgpack module, as 2.6.0's net.box does, so results carry
--- the same values (int64 cdata, box.NULL, map/array hints, decoded extensions).
+-- transport.py's. Not here: the deprecated console connections, wrap() of a socket,
+-- SQL. Request bodies are encoded and responses decoded here with the msgpack
+-- module, as 2.6.0's net.box does, so results carry the same values (int64 cdata,
+-- box.NULL, map/array hints, decoded extensions); with the `buffer` option a
+-- response's raw body goes into that buffer.ibuf instead (see into_buffer).
 -- Error texts and the positions they carry are 2.6.0's (builtin/box/net_box.lua,
 -- and builtin/box/schema.lua for the argument checks shared with box.space).
 --
@@ -151,6 +151,58 @@ local function get_tuple(raw, mt)
 end
 decoders.get, decoders.min, decoders.max = get_tuple, get_tuple, get_tuple
 
+------------------------------------------------------------- opts.buffer
+
+-- The `buffer` option of 2.6.0: the response body (a push's too) is appended to the
+-- ibuf as it came, or with `skip_header` without its {IPROTO_DATA = ...} map header
+-- and key (the data array alone); the request returns the byte count instead of a
+-- result. A buffer without :alloc() fails the request with 2.6.0's words.
+local string_byte, string_sub = string.byte, string.sub
+
+local function buffer_error(buffer)
+    local message
+    local kind = type(buffer)
+    if kind ~= 'cdata' and kind ~= 'table' and kind ~= 'string' and kind ~= 'userdata' then
+        message = string_format("attempt to index local 'buffer' (a %s value)", kind)
+    else
+        message = "attempt to call method 'alloc' (a nil value)"
+    end
+    return box.error.new({code = box.error.UNKNOWN,
+                          reason = 'builtin/box/net_box.lua:642: ' .. message})
+end
+
+-- the byte count written, or nil and the error
+local function into_buffer(buffer, raw, skip_header)
+    if skip_header then
+        local c = string_byte(raw, 1)
+        local from = c == 0xde and 4 or c == 0xdf and 6 or 2
+        if c == 0x80 or #raw < from then
+            raw = ''                    -- an empty body (ping's) has no data
+        else
+            local _, after_key = decode(raw, from)
+            raw = string_sub(raw, after_key)
+        end
+    end
+    local ok, alloc = pcall(function() return buffer.alloc end)
+    if not ok or alloc == nil then
+        return nil, buffer_error(buffer)
+    end
+    ffi.copy(buffer:alloc(#raw), raw, #raw)
+    return #raw
+end
+
+-- a push's message as on_push and future:pairs() hand it: the byte count in a buffer
+local function push_of(push, buffer, skip_header)
+    if buffer ~= nil then
+        local count, err = into_buffer(buffer, push, skip_header)
+        if err ~= nil then
+            box.error(err)
+        end
+        return count
+    end
+    return data_of(push)[1]
+end
+
 ---------------------------------------------------------------------- futures
 
 local future_methods = {}
@@ -163,7 +215,16 @@ local function keep(f, raw, err)
         f._settled, f._error = true, err
         return nil, err
     end
-    local result, code = decoders[f._method](raw, f._mt)
+    local result, code
+    if f._buffer ~= nil then
+        result, code = into_buffer(f._buffer, raw, f._skip_header)
+        if code ~= nil then
+            f._settled, f._error = true, code
+            return nil, code
+        end
+    else
+        result, code = decoders[f._method](raw, f._mt)
+    end
     if code ~= nil then
         f._settled, f._error = true, box.error.new({code = code})
         return nil, f._error
@@ -187,7 +248,11 @@ local function settle(f)
 end
 
 function future_methods:is_ready()
-    return native.is_ready(self._transport, self._request)
+    local ready = native.is_ready(self._transport, self._request)
+    if ready and self._buffer ~= nil and not self._settled then
+        settle(self)            -- the body is in the buffer once the response is in
+    end
+    return ready
 end
 
 function future_methods:result()
@@ -234,7 +299,7 @@ local function future_next(it, i)
     while true do
         local push = native.push(f._transport, f._request, i)
         if push ~= nil then
-            return i, data_of(push)[1]
+            return i, push_of(push, f._buffer, f._skip_header)
         end
         if native.is_ready(f._transport, f._request) then
             if i > native.push_count(f._request) + 1 then
@@ -358,13 +423,14 @@ local function request_with_pushes(remote, method, opts, mt, rtype, body, timeou
         wait(blocking.wait_state, transport, 'active', max(0, deadline - fiber_clock()))
     end
     local f = setmetatable({_transport = transport, _request =
-        native.perform_async(transport, rtype, body), _method = method, _mt = mt}, future_mt)
+        native.perform_async(transport, rtype, body), _method = method, _mt = mt,
+        _buffer = opts.buffer, _skip_header = opts.skip_header}, future_mt)
     local seen = 0
     while true do
         local push = native.push(transport, f._request, seen + 1)
         if push ~= nil then
             seen = seen + 1
-            opts.on_push(opts.on_push_ctx, data_of(push)[1])
+            opts.on_push(opts.on_push_ctx, push_of(push, opts.buffer, opts.skip_header))
         elseif native.is_ready(transport, f._request) then
             break
         else
@@ -394,8 +460,8 @@ local function request(remote, method, opts, mt, rtype, body)
                       .. 'use future:pairs()', 0)
             end
             return setmetatable({_transport = transport, _request =
-                native.perform_async(transport, rtype, body), _method = method, _mt = mt},
-                future_mt)
+                native.perform_async(transport, rtype, body), _method = method, _mt = mt,
+                _buffer = opts.buffer, _skip_header = opts.skip_header}, future_mt)
         end
         timeout = opts.timeout
     end
@@ -407,6 +473,13 @@ local function request(remote, method, opts, mt, rtype, body)
         return request_with_pushes(remote, method, opts, mt, rtype, body, timeout)
     end
     local raw = wait(blocking.request, transport, rtype, body, timeout)
+    if opts and opts.buffer ~= nil then
+        local count, err = into_buffer(opts.buffer, raw, opts.skip_header)
+        if err ~= nil then
+            box.error(err)
+        end
+        return count
+    end
     local result, code = decoders[method](raw, mt)
     if code ~= nil then
         box.error({code = code})    -- (no message: 2.6.0 gives it none)

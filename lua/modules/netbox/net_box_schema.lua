@@ -84,24 +84,27 @@ local function index_metatable(remote)
                         encoders.select(self.space.id, self.id, iterator, offset, limit, key)))
     end
 
-    local function get_like(name, iterator, limit)
+    -- (the positions of these checks in 2.6.0's net_box.lua, which its errors carry)
+    local function get_like(name, iterator, limit, line)
         return function(self, key, opts)
             check_index_arg(self, name)
             if opts and opts.buffer then
-                error(string_format("index:%s() doesn't support `buffer` argument", name))
+                error(string_format("builtin/box/net_box.lua:%d: index:%s() doesn't support "
+                                    .. '`buffer` argument', line, name), 0)
             end
             return nothing_or_data(request(remote, name, opts, self.space._tuple_mt, SELECT,
                 encoders.select(self.space.id, self.id, iterator, 0, limit, key)))
         end
     end
-    methods.get = get_like('get', ITER.EQ, 2)
-    methods.min = get_like('min', ITER.GE, 1)
-    methods.max = get_like('max', ITER.LE, 1)
+    methods.get = get_like('get', ITER.EQ, 2, 1527)
+    methods.min = get_like('min', ITER.GE, 1, 1538)
+    methods.max = get_like('max', ITER.LE, 1, 1549)
 
     function methods:count(key, opts)
         check_index_arg(self, 'count')
         if opts and opts.buffer then
-            error("index:count() doesn't support `buffer` argument")
+            error("builtin/box/net_box.lua:1560: index:count() doesn't support `buffer` "
+                  .. 'argument', 0)
         end
         local code = string_format('box.space.%s.index.%s:count', self.space.name, self.name)
         return request(remote, 'count', opts, nil, CALL, encoders.call(code, {key, opts}))
