@@ -20,8 +20,11 @@ from .modules.help import HELP
 from .render import render_values
 from .serialize import NULL, SerializeError, display_table
 
-OUTPUT_FORMATS = ("yaml", "lua", "table")
+OUTPUT_FORMATS = ("yaml", "lua", "table", "ttable")   # tt connect's, in its \x order
+TABLE_FORMATS = ("table", "ttable")   # drawn by the shell (shell/render_table.py)
 WIRE_FORMATS = ("yaml", "lua")    # a console socket: table output is the client's to draw
+# tt connect's shortcuts: \x steps to the next format, \xy \xl \xt \xT set one
+SWITCH_FORMATS = {"xy": "yaml", "xl": "lua", "xt": "table", "xT": "ttable"}
 CONSOLE_KEY = "console"           # fiber.storage: the console a statement belongs to
                                   # (modules/console.py names it too, not to import this)
 NETBOX_DELIMITER = "$EOF$"        # what net.box's console connections delimit lines with
@@ -65,6 +68,11 @@ class Reply:
     text: str = ""
     quit: bool = False
     watch: WatchRequest | None = None
+    # 'table' or 'ttable' when `values` are a statement's results the shell draws as
+    # tables; `columns` has, per value, the field names of its tuples' format (None
+    # where there are none: the shell heads those columns col1..colN)
+    layout: str | None = None
+    columns: list[list[str | None] | None] | None = None
 
 
 class ConsoleEngine:
@@ -89,6 +97,7 @@ class ConsoleEngine:
         self._statement = None     # the fiber running the current statement
         self._last_error: BaseException | None = None   # box.error.last() between them
         self._protect = self.runtime.load(_PROTECT, _PROTECT_NAME)()
+        self._field_names = None   # the tuples' names for table output, loaded on use
 
     # ----------------------------------------------------------- completeness
 
@@ -131,10 +140,13 @@ class ConsoleEngine:
             if isinstance(result, ExitRequested):
                 raise result     # os.exit(): the console ends with the process, silently
             return self._reply(error=_error_text(result))
-        values, error = result
+        values, error, columns = result
         if error is not None:
             return self._reply(error=error)
-        return self._reply(values=values)
+        reply = self._reply(values=values)
+        if self.output in TABLE_FORMATS:
+            reply.layout, reply.columns = self.output, columns
+        return reply
 
     def interrupt(self) -> bool:
         """Ctrl-C: cancel the running statement; False if nothing was running."""
@@ -143,8 +155,9 @@ class ConsoleEngine:
         self.sched.cancel(self._statement)
         return True
 
-    def _evaluate(self, text: str) -> tuple[list[Any], Any]:
-        """(display values, None) or ([], display of the error value). The chunk runs
+    def _evaluate(self, text: str) -> tuple[list[Any], Any, list | None]:
+        """(display values, None, columns) or ([], display of the error value, None);
+        columns only under table output (see Reply). The chunk runs
         under pcall so that an error that is not a string (error({...}), error(nil))
         is shown as the value it is, as Tarantool's console shows it."""
         # Chunks are named by their own text, so errors read [string "..."] as in
@@ -168,15 +181,35 @@ class ConsoleEngine:
         if storage is not None:
             storage.box.engine.txns.abort_on_yield()
         if self.output == "lua":
-            return self._lua_display(ok, packed, count)
+            return (*self._lua_display(ok, packed, count), None)
         try:
             if ok:
-                return display_table(self.runtime, packed, count), None
+                columns = self._columns(packed, count) \
+                    if self.output in TABLE_FORMATS else None
+                return display_table(self.runtime, packed, count), None, columns
             error = display_table(self.runtime, packed, 1, null=NULL)[0]
         except SerializeError as exc:
             return [], ("console: an exception occurred when formatting the output: "
-                        + exc.message)
-        return [], NULL if error is None else error
+                        + exc.message), None
+        return [], NULL if error is None else error, None
+
+    def _columns(self, packed, count: int) -> list[list[str | None] | None]:
+        """Per value, the field names of its tuples' format (lua/box/tuple.lua)."""
+        if self._field_names is None:
+            storage = getattr(self.instance, "storage", None)
+            if storage is None:
+                return [None] * count
+            self._field_names = self.runtime.load(_FIELD_NAMES, "=console")(
+                storage.tuple_lua[b"field_names"])
+        columns: list[list[str | None] | None] = []
+        for i in range(1, count + 1):
+            try:
+                names = self.runtime.call(self._field_names, packed, i)
+            except LuaError:   # a value whose __index or __len raises: no names
+                names = ()
+            columns.append([name.decode(errors="replace") if isinstance(name, bytes)
+                            else None for name in names] or None)
+        return columns
 
     def _lua_display(self, ok: bool, packed, count: int) -> tuple[list[Any], Any]:
         """Lua output formats each value on its own: a value that fails to format
@@ -217,6 +250,8 @@ class ConsoleEngine:
             return Reply(quit=True)
         if name in ("help", "h") or (name == "?" and not self.wire):
             return self._help()
+        if not self.wire and (name == "x" or name in SWITCH_FORMATS):
+            return self._switch_output(name)
         if name in ("set", "s"):
             if len(words) < 2:
                 return self._reply(error="Invalid set syntax, type \\help for help")
@@ -281,6 +316,17 @@ class ConsoleEngine:
         self.output_opts = (opts or "") if fmt == "lua" else ""
         return self._reply(values=[True])
 
+    def _switch_output(self, name: str) -> Reply:
+        """tt connect's \\x (the next format, cyclically) and \\xy \\xl \\xt \\xT;
+        answered with the format now in force, as \\set language answers."""
+        if name == "x":
+            fmt = OUTPUT_FORMATS[(OUTPUT_FORMATS.index(self.output) + 1)
+                                 % len(OUTPUT_FORMATS)]
+        else:
+            fmt = SWITCH_FORMATS[name]
+        self.output, self.output_opts = fmt, ""
+        return self._reply(values=[{"output": fmt}])
+
     def _set_language(self, value: str | None) -> Reply:
         if value is None:
             return self._reply(values=[{"language": self.language}])
@@ -332,6 +378,11 @@ _PROTECT = (
     "local function pack(ok, ...) return ok, {...}, select('#', ...) end "
     "return function(fn)" + "\n" * 401 + "return pack(pcall(fn)) end")
 _PROTECT_NAME = "@builtin/box/console.lua"
+
+# packed[i]'s field names, as several results (a Lua table does not survive lupa)
+_FIELD_NAMES = (
+    "local field_names = ... "
+    "return function(packed, i) return field_names(packed[i]) end")
 
 
 def _error_text(error: BaseException) -> str:

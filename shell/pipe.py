@@ -103,16 +103,10 @@ def run_pipe_console(link: TxLink, stdin: TextIO | None = None,
                 if watch_plain(link, reply.watch, stdout, lines.arrived) == CONSOLE_OVER:
                     break
                 continue
-            stdout.write(_reply_text(link, reply))
+            stdout.write(reply_text(link, reply))
             stdout.flush()
         if pending and "\n".join(pending).strip():   # an unfinished chunk at EOF
             stdout.write(link.submit("\n".join(pending)).text)
             stdout.flush()
     finally:
         link.close()
-
-
-def _reply_text(link: TxLink, reply) -> str:
-    if reply.error is not None or not reply.values:
-        return reply.text
-    return reply_text(reply, link.call(getattr, link.engine, "output"))

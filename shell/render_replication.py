@@ -5,11 +5,13 @@ each peer is a map with id, uuid and lsn and at most the other keys 2.6.0 shows)
 the same table appears for `box.info.replication`, a `\\watch` of it, or a copy of it
 kept in a variable. Statuses are Tarantool's applier/relay strings: `follow` is the
 healthy steady state (green); `stopped` and `disconnected` need a human (red);
-everything else is a link on its way somewhere (yellow).
+everything else is a link on its way somewhere (yellow). With election on, a column
+says which row is the leader, in which term (and what the instance showing the table
+is), and a line over the table sums box.info.election up.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from rich import box
 from rich.table import Table
@@ -62,9 +64,12 @@ def _sort_key(replica_id: Any) -> tuple:
     return (0, replica_id) if isinstance(replica_id, int) else (1, str(replica_id))
 
 
-def replication_table(peers: list[dict]) -> Table:
+def replication_table(peers: list[dict], election: dict | None = None) -> Table:
+    """The peers' table; with `election` (box.info.election of the instance showing
+    it, plus its id: election_state()) a column telling who leads in which term."""
     table = Table(box=box.SQUARE, header_style="bold", show_lines=False)
-    for name in COLUMNS:
+    columns = COLUMNS if election is None else COLUMNS[:3] + ("election",) + COLUMNS[3:]
+    for name in columns:
         justify = "right" if name in ("id", "lsn") or name.endswith(("lag", "idle")) \
             else "left"
         table.add_column(name, justify=justify, overflow="fold",
@@ -72,11 +77,68 @@ def replication_table(peers: list[dict]) -> Table:
     for peer in peers:
         upstream = peer.get("upstream")
         downstream = peer.get("downstream")
+        role = () if election is None else (_role(peer.get("id"), election),)
         table.add_row(_plain(peer.get("id")), _short_uuid(peer.get("uuid")),
-                      _plain(peer.get("lsn")),
+                      _plain(peer.get("lsn")), *role,
                       *_side_cells(upstream), *_side_cells(downstream),
                       _message(upstream, downstream))
     return table
+
+
+# ===================================================================== election
+
+# What the console evaluates (as a statement: on the peer of a `spindle connect` too)
+# to decorate a replication table: box.info.election and the instance's id, or nil
+# where election is off (or unknown: 2.6.0, box.cfg not called).
+ELECTION_STATE = (
+    "(function() "
+    "local ok, mode = pcall(function() return box.cfg.election_mode end) "
+    "if not ok or mode == nil or mode == 'off' then return nil end "
+    "local e = box.info.election "
+    "return {mode = mode, state = e.state, term = e.term, vote = e.vote, "
+    "leader = e.leader, id = box.info.id} end)()")
+
+
+def election_state(submit: Callable[[str], Any]) -> dict | None:
+    """box.info.election (with `mode` and `id`) through `submit(statement) -> Reply`;
+    None when election is off or the answer is not such a map."""
+    try:
+        reply = submit(ELECTION_STATE)
+    except Exception:   # noqa: BLE001 - a table without the column, not a failure
+        return None
+    values = getattr(reply, "values", None)
+    if reply.error is not None or not values or not isinstance(values[0], dict):
+        return None
+    state = values[0]
+    return state if {"state", "term", "leader"} <= set(state) else None
+
+
+def election_line(state: dict) -> Text:
+    """One line over the table: the term, who leads, what this instance is."""
+    leader = state.get("leader")
+    line = Text("election: ", style="dim")
+    line.append(f"term {_plain(state.get('term'))}, ")
+    if leader:
+        line.append(f"leader {_plain(leader)}", style="bold green")
+    else:
+        line.append("no leader", style="bold red")
+    me = state.get("id")
+    line.append(f"; this instance (id {_plain(me)}): {_plain(state.get('state'))}")
+    vote = state.get("vote")
+    if vote:
+        line.append(f", voted for {_plain(vote)}")
+    line.append(f" ({_plain(state.get('mode'))})", style="dim")
+    return line
+
+
+def _role(replica_id: Any, election: dict) -> Text:
+    """leader on the leader's row, this instance's state on its own row."""
+    if replica_id == election.get("leader"):
+        return Text(f"leader, term {_plain(election.get('term'))}", style="bold green")
+    if replica_id == election.get("id"):
+        state = _plain(election.get("state"))
+        return Text(state, style="yellow" if state == "candidate" else "")
+    return Text("")
 
 
 def _side_cells(side: dict | None) -> tuple[Text, str, str]:

@@ -1,79 +1,145 @@
-"""`\\set output table`: a statement's values drawn as rich tables.
+"""`\\set output table` and `ttable` (tt connect's formats): a statement's values as
+rich tables.
 
-A `box.info.replication`-shaped value becomes one coloured row per peer
-(render_replication.py); an array of arrays (tuples) becomes a table with columns
-col1..colN; an array of maps becomes a table with one column per key (in order of
-first appearance). Any other value — and an error — is printed as the YAML document
-Tarantool would print.
+What becomes a table, in the order the values come (tt connect's batching):
+* consecutive rows make one table, one row each: a tuple or another array of
+  scalars (`s:get(1), s:get(2)`), a map (one column per key; a run of maps with the
+  same keys), a scalar (`1, 'x'`: column col1);
+* a value that is itself a set of rows (an array of tuples or arrays: a select, a
+  Spark result; an array of maps) is a table of its own;
+* a `box.info.replication`-shaped value is its peers' table (render_replication.py).
+Columns of tuples are headed with their format's field names (the console engine
+finds them: Reply.columns), else col1..colN. An empty table, and an error, print as
+the YAML document Tarantool would print.
+
+A table wider than the terminal is folded into the vertical layout (`ttable`, always
+vertical): the table transposed, one line per field and one column per row, cut
+into several tables when its rows do not fit side by side.
 """
 from __future__ import annotations
 
 import io
-from typing import Any
+from typing import Any, Callable
 
 from rich import box
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 
 from spindle.lua.render import render_values
 
-from .render_replication import replication_peers, replication_table
+from .render_replication import election_line, replication_peers, replication_table
+
+UNMEASURED = 1_000_000   # the width a table is measured at: its natural width
 
 
-def render_reply(reply, output: str, width: int = 120, color: bool = False) -> str:
-    """The text to show for a console Reply under the engine's output format."""
-    if output == "table" and reply.error is None and reply.values:
-        return render_table(reply.values, None, width=width, color=color)
-    return reply.text
+def render_reply(reply, width: int = 120, color: bool = False,
+                 election: Callable[[], dict | None] | None = None) -> str:
+    """The text to show for a console Reply: its values drawn as tables when they are
+    a statement's results under table output (Reply.layout), else its text.
+    `election()` gives box.info.election for a replication table (None: election off)."""
+    if reply.layout is None or reply.error is not None or not reply.values:
+        return reply.text
+    return render_table(reply.values, columns=reply.columns, width=width, color=color,
+                        vertical=reply.layout == "ttable", election=election)
 
 
-def render_table(values: list[Any], error: str | None = None, width: int = 120,
-                 color: bool = False) -> str:
+def render_table(values: list[Any], error: Any = None, width: int = 120,
+                 color: bool = False, columns: list | None = None, vertical: bool = False,
+                 election: Callable[[], dict | None] | None = None) -> str:
     if error is not None or not values:
         return render_values(values, error, "yaml")
+    draw = _Drawer(width, color)
     parts = []
-    for value in values:
-        table = _as_table(value)
-        if table is None:
-            parts.append(render_values([value], None, "yaml"))
+    for kind, batch in _batches(values, columns or [None] * len(values)):
+        if kind == "replication":
+            state = election() if election is not None else None
+            if state is not None:
+                parts.append(draw.text(election_line(state)))
+            parts.append(draw.table(replication_table(replication_peers(batch[0][0]), state)))
+        elif kind == "other":
+            parts.append(render_values([batch[0][0]], None, "yaml"))
         else:
-            parts.append(_draw(table, width, color))
+            heads, rows = _grid(kind, batch)
+            parts.append(draw.grid(heads, rows, vertical))
     return "".join(parts)
 
 
-def _as_table(value: Any) -> Table | None:
-    peers = replication_peers(value)
-    if peers is not None:
-        return replication_table(peers)
-    if not isinstance(value, list) or not value:
-        return None
-    if all(isinstance(row, list) for row in value):
-        columns = [f"col{i + 1}" for i in range(max(len(row) for row in value))]
-        rows = [[_cell(row[i]) if i < len(row) else "" for i in range(len(columns))]
-                for row in value]
-    elif all(isinstance(row, dict) for row in value):
-        columns = list(dict.fromkeys(str(key) for row in value for key in row))
-        rows = [[_cell(_lookup(row, name)) if _has(row, name) else "" for name in columns]
-                for row in value]
-    else:
-        return None
-    table = Table(box=box.SQUARE, show_lines=False, header_style="bold")
-    for name in columns:
-        table.add_column(name, overflow="fold")
+# ===================================================================== batching
+
+def _kind(value: Any) -> str:
+    """replication, rows (a set of rows: a table of its own), tuple, map, scalar;
+    other for what no table shows (an empty array or map)."""
+    if replication_peers(value) is not None:
+        return "replication"
+    if isinstance(value, list):
+        if not value:
+            return "other"
+        if all(isinstance(row, list) for row in value) or \
+                all(isinstance(row, dict) and row for row in value):
+            return "rows"
+        return "tuple"
+    if isinstance(value, dict):
+        return "map" if value else "other"
+    return "scalar"
+
+
+def _batches(values: list[Any], columns: list) -> list[tuple[str, list]]:
+    """(kind, [(value, names)...]): runs of rows of one kind that share a table."""
+    batches: list[tuple[str, list]] = []
+    for value, names in zip(values, columns):
+        kind = _kind(value)
+        if batches and kind in ("tuple", "map", "scalar") and batches[-1][0] == kind and \
+                _joins(kind, batches[-1][1][-1], (value, names)):
+            batches[-1][1].append((value, names))
+        else:
+            batches.append((kind, [(value, names)]))
+    return batches
+
+
+def _joins(kind: str, previous: tuple, current: tuple) -> bool:
+    if kind == "map":   # tt's rule: maps share a table when they have the same keys
+        return list(map(str, previous[0])) == list(map(str, current[0]))
+    return True
+
+
+def _grid(kind: str, batch: list[tuple[Any, list | None]]) -> tuple[list[str], list[list]]:
+    """The head and the rows (of cell texts) of a batch."""
+    if kind == "rows":
+        value, names = batch[0]
+        if isinstance(value[0], dict):
+            return _map_grid(value)
+        return _array_grid(value, names)
+    if kind == "map":
+        return _map_grid([value for value, _ in batch])
+    if kind == "scalar":
+        return ["col1"], [[_cell(value)] for value, _ in batch]
+    names = batch[0][1]
+    if any(other != names for _, other in batch):
+        names = None   # tuples of several formats: positions only
+    return _array_grid([value for value, _ in batch], names)
+
+
+def _array_grid(rows: list[list], names: list | None) -> tuple[list[str], list[list]]:
+    width = max(len(row) for row in rows)
+    names = names or []
+    heads = [names[i] if i < len(names) and names[i] else f"col{i + 1}"
+             for i in range(width)]
+    return heads, [[_cell(row[i]) if i < len(row) else "" for i in range(width)]
+                   for row in rows]
+
+
+def _map_grid(rows: list[dict]) -> tuple[list[str], list[list]]:
+    heads = list(dict.fromkeys(_key(key) for row in rows for key in row))
+    cells = []
     for row in rows:
-        table.add_row(*row)
-    return table
+        by_name = {_key(key): value for key, value in row.items()}
+        cells.append([_cell(by_name[name]) if name in by_name else "" for name in heads])
+    return heads, cells
 
 
-def _has(row: dict, name: str) -> bool:
-    return any(str(key) == name for key in row)
-
-
-def _lookup(row: dict, name: str) -> Any:
-    for key, value in row.items():
-        if str(key) == name:
-            return value
-    return None
+def _key(key: Any) -> str:
+    return _cell(getattr(key, "value", key))   # a MapKey shows its value
 
 
 def _cell(value: Any) -> str:
@@ -88,10 +154,67 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def _draw(table: Table, width: int, color: bool) -> str:
-    buffer = io.StringIO()
-    console = Console(file=buffer, width=width, force_terminal=color,
-                      color_system="standard" if color else None, highlight=False,
-                      markup=False, emoji=False)
-    console.print(table)
-    return buffer.getvalue()
+# ====================================================================== drawing
+
+class _Drawer:
+    def __init__(self, width: int, color: bool):
+        self.width = max(width, 20)
+        self.console = Console(file=io.StringIO(), width=self.width, force_terminal=color,
+                               color_system="standard" if color else None,
+                               highlight=False, markup=False, emoji=False)
+
+    def text(self, line: str) -> str:
+        return self._print(line)
+
+    def table(self, table: Table) -> str:
+        return self._print(table)
+
+    def grid(self, heads: list[str], rows: list[list], vertical: bool) -> str:
+        if not vertical:
+            table = _horizontal(heads, rows)
+            if self._fits(table):
+                return self._print(table)
+        return "".join(self._print(_transposed(heads, part))
+                       for part in self._side_by_side(heads, rows))
+
+    def _side_by_side(self, heads: list[str], rows: list[list]) -> list[list[list]]:
+        """The rows cut into runs whose transposed table fits the width (at least one
+        row a run: a row too wide alone has its values wrapped)."""
+        parts: list[list[list]] = []
+        for row in rows:
+            if parts and self._fits(_transposed(heads, parts[-1] + [row])):
+                parts[-1].append(row)
+            else:
+                parts.append([row])
+        return parts
+
+    def _fits(self, table: Table) -> bool:
+        options = self.console.options.update_width(UNMEASURED)
+        return Measurement.get(self.console, options, table).maximum <= self.width
+
+    def _print(self, renderable) -> str:
+        buffer = self.console.file
+        buffer.seek(0)
+        buffer.truncate()
+        self.console.print(renderable)
+        return buffer.getvalue()
+
+
+def _horizontal(heads: list[str], rows: list[list]) -> Table:
+    table = Table(box=box.SQUARE, show_lines=False, header_style="bold")
+    for name in heads:
+        table.add_column(name, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def _transposed(heads: list[str], rows: list[list]) -> Table:
+    """tt's ttable: a line per field, its name first, then the field of each row."""
+    table = Table(box=box.SQUARE, show_header=False, show_lines=False)
+    table.add_column(style="bold", no_wrap=True)
+    for _ in rows:
+        table.add_column(overflow="fold")
+    for index, name in enumerate(heads):
+        table.add_row(name, *(row[index] for row in rows))
+    return table

@@ -111,6 +111,7 @@ def _on_resize(session: PromptSession) -> None:
 
 
 def _loop(link: TxLink, session: PromptSession, out: ConsoleStdout) -> None:
+    from .watch import reply_text
     while True:
         try:
             text = session.prompt()
@@ -134,19 +135,6 @@ def _loop(link: TxLink, session: PromptSession, out: ConsoleStdout) -> None:
             if watch_live(link, reply.watch, out) == CONSOLE_OVER:
                 return
             continue
-        out.write(_reply_text(link, reply) + "\n")
+        width = shutil.get_terminal_size((120, 24)).columns
+        out.write(reply_text(link, reply, width=width, color=True) + "\n")
         out.drain()
-
-
-def _reply_text(link: TxLink, reply) -> str:
-    if reply.error is not None or not reply.values:
-        return reply.text
-    try:
-        output = link.call(getattr, link.engine, "output", timeout=2.0)
-    except Exception:   # noqa: BLE001 - a busy tx thread: fall back to the YAML text
-        return reply.text
-    if output != "table":
-        return reply.text
-    from .render_table import render_reply
-    width = shutil.get_terminal_size((120, 24)).columns
-    return render_reply(reply, output, width=width, color=True)

@@ -59,12 +59,16 @@ def run_watch(link: TxLink, request: WatchRequest, show: Callable[[Reply, int], 
             return WATCH_DONE
 
 
-def reply_text(reply: Reply, output: str, width: int = 120, color: bool = False) -> str:
-    """What the console prints for one reply under `output` (yaml, lua or table)."""
-    if output != "table" or reply.error is not None or not reply.values:
+def reply_text(link: TxLink, reply: Reply, width: int = 120, color: bool = False) -> str:
+    """What the console prints for one reply: its text, or its values drawn as tables
+    under table output (with box.info.election, asked through `link`, next to a
+    replication table). The one place every front end (prompt, pipe, watch) asks."""
+    if reply.layout is None or reply.error is not None or not reply.values:
         return reply.text
+    from .render_replication import election_state
     from .render_table import render_reply   # rich only when a table is asked for
-    return render_reply(reply, output, width=width, color=color)
+    return render_reply(reply, width=width, color=color,
+                        election=lambda: election_state(link.submit))
 
 
 # ===================================================================== pipe mode
@@ -75,7 +79,7 @@ def watch_plain(link: TxLink, request: WatchRequest, stdout: TextIO,
     count, the watch ends when more input arrives or the input ends
     (`input_arrived(timeout)` tells); with one, after that many documents."""
     def show(reply: Reply, tick: int) -> None:
-        stdout.write(reply_text(reply, request.output))
+        stdout.write(reply_text(link, reply))
         stdout.flush()
 
     if request.count is not None:
@@ -101,9 +105,11 @@ def watch_live(link: TxLink, request: WatchRequest, out: ConsoleStdout) -> str:
                 redirect_stderr=False, vertical_overflow="ellipsis")
 
     def show(reply: Reply, tick: int) -> None:
-        body = reply_text(reply, request.output, width=console.width, color=True)
-        live.update(Group(_header(request, tick), Text.from_ansi(body.rstrip("\n"))),
-                    refresh=True)
+        body = reply_text(link, reply, width=console.width, color=True)
+        parts = [_header(request, tick)]
+        if reply.layout is None:   # a table shows the election itself
+            parts += _election(link, reply)
+        live.update(Group(*parts, Text.from_ansi(body.rstrip("\n"))), refresh=True)
 
     def print_above(text: str) -> None:
         # Log lines and Lua print() from background fibers go above the live value.
@@ -130,6 +136,16 @@ def _header(request: WatchRequest, tick: int | None):
     grid.add_row(Text(f"Every {request.interval:g} s: {request.expression}", style="dim"),
                  Text(f"{when}  Ctrl-C to stop", style="dim"))
     return grid
+
+
+def _election(link: TxLink, reply: Reply) -> list:
+    """box.info.election's line over a watched replication value (election on)."""
+    from .render_replication import election_line, election_state, replication_peers
+    if reply.error is not None or not reply.values or \
+            replication_peers(reply.values[0]) is None:
+        return []
+    state = election_state(link.submit)
+    return [election_line(state)] if state is not None else []
 
 
 @contextlib.contextmanager

@@ -309,6 +309,43 @@ end
 
 box_tuple.is = is_tuple
 
+-- The field names the console's table output heads columns with: those of a tuple's
+-- format, or of an array of tuples sharing one format (a select, a Spark result), in
+-- field order, false for a field the format leaves unnamed. Nothing when there are
+-- none to give (not tuples, no format, tuples of several formats).
+local function field_names(value)
+    local mt
+    if is_tuple(value) then
+        mt = getmetatable(value)
+    elseif type(value) == 'table' and is_tuple(rawget(value, 1)) then
+        mt = getmetatable(rawget(value, 1))
+        for i = 2, #value do
+            if getmetatable(rawget(value, i)) ~= mt then
+                return
+            end
+        end
+    else
+        return
+    end
+    local names = mt._names
+    if names == nil then
+        return
+    end
+    local list, count = {}, 0
+    for name, no in pairs(names) do
+        list[no] = name
+        if no > count then
+            count = no
+        end
+    end
+    for i = 1, count do
+        if list[i] == nil then
+            list[i] = false
+        end
+    end
+    return unpack(list, 1, count)
+end
+
 return {
     box_tuple = box_tuple,
     is = is_tuple,
@@ -316,4 +353,5 @@ return {
     bless_list = bless_list,
     make_mt = make_mt,
     base_mt = base_mt,
+    field_names = field_names,
 }

@@ -29,7 +29,7 @@ from spindle.core.iproto.msgpack import pack, unpack
 from spindle.core.iproto.replication import decode_error
 from spindle.core.iproto.xrow import XRow, decode_frame_length, decode_row
 from spindle.core.replication.uri import parse_uri
-from spindle.lua.console import NETBOX_DELIMITER, Reply
+from spindle.lua.console import NETBOX_DELIMITER, TABLE_FORMATS, Reply
 from spindle.lua.serialize import NULL
 
 from .console import LUA_EOS, YAML_EOS
@@ -105,10 +105,10 @@ class RemoteConsole:
         if stripped.startswith("\\watch"):
             return engine._watch(stripped)
         match = _SET_OUTPUT.match(stripped)
-        if match and match.group(1) == "table":
+        if match and match.group(1) in TABLE_FORMATS:
             reply = self.execute_plain(engine, "\\set output yaml")
             if reply.error is None:
-                engine.output = "table"
+                engine.output = match.group(1)
             return reply
         if match:
             engine.output = "yaml"    # back to the peer's own formats
@@ -180,7 +180,7 @@ def _reply(engine, output: str | None) -> Any:
     if output is None:
         return engine._reply(error=NULL)
     reply = Reply(text=output)
-    if engine.output == "table" and output.startswith("---"):
+    if engine.output in TABLE_FORMATS and output.startswith("---"):
         import yaml
         try:
             values = _load_yaml(output)
@@ -190,7 +190,7 @@ def _reply(engine, output: str | None) -> Any:
             if len(values) == 1 and isinstance(values[0], dict) and set(values[0]) == {"error"}:
                 reply.error = values[0]["error"]
             else:
-                reply.values = values
+                reply.values, reply.layout = values, engine.output
     return reply
 
 

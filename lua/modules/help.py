@@ -13,7 +13,11 @@ To start the interactive Tarantool tutorial, type 'tutorial()' here.
 Available backslash commands:
 
   \\set language <language>   -- set language (lua or sql)
-  \\set output <format>       -- set output format (yaml, lua or table)
+  \\set output <format>       -- set output format (yaml, lua, table or ttable:
+                                tables with the tuples' field names, folded into
+                                a vertical layout when wider than the terminal)
+  \\x                         -- switch to the next output format (\\xy \\xl \\xt \\xT:
+                                yaml, lua, table, ttable)
   \\set delimiter <delimiter> -- set expression delimiter
   \\watch <seconds> [count=<n>] <expression>
                              -- evaluate <expression> every <seconds> and redraw its

@@ -1,12 +1,10 @@
-"""Completion candidates from the live Lua state, and the table renderer (no pty)."""
+"""Completion candidates from the live Lua state (no pty)."""
 from __future__ import annotations
 
 import pytest
 
 from spindle.lua.completion import complete, split_tail
-from spindle.lua.console import Reply
 from spindle.lua.instance import Instance
-from spindle.shell.render_table import render_reply, render_table
 
 SETUP = """
 fiber = require('fiber')
@@ -64,18 +62,3 @@ def test_split_tail():
     assert split_tail("box.space.test:sel") == (["box", "space", "test"], ":", "sel")
     assert split_tail("return fi") == ([], "", "fi")
     assert split_tail("x = ") is None
-
-
-def test_table_of_tuples_and_maps():
-    text = render_table([[[1, "a"], [2, "b", True]]])
-    assert "col1" in text and "col3" in text and "│ 2" in text and "true" in text
-    text = render_table([[{"id": 1, "name": "x"}, {"id": 2}]])
-    assert "id" in text and "name" in text
-
-
-def test_other_values_fall_back_to_yaml():
-    assert render_table([42, "x"]) == "---\n- 42\n...\n---\n- x\n...\n"
-    assert render_table([], "boom") == "---\n- error: boom\n...\n"
-    reply = Reply(values=[[[1]]], text="---\n- - - 1\n...\n")
-    assert render_reply(reply, "yaml") == reply.text
-    assert "col1" in render_reply(reply, "table")

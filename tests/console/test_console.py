@@ -93,9 +93,65 @@ def test_set_output_table(spawn_console):
     console.send("{{id = 1, name = 'x'}}\r")
     console.expect(r"id\s*│\s*name|name\s*│\s*id")
     console.prompt()
-    assert console.run("42") == "- 42\n"        # not a table: YAML
+    console.send("1, 'x'\r")                     # several values: one table
+    console.expect(r"col1.*│ 1\s*│.*│ x\s*│")
+    console.prompt()
+    assert console.run("{}") == "- []\n"        # nothing to draw: YAML
     assert console.run("\\set output yaml") == "- true\n"
     assert console.run("{{1, 'a'}}") == "- - - 1\n    - a\n"
+
+
+def test_table_output_takes_names_from_the_space_format(spawn_console, tmp_path):
+    console = spawn_console()
+    console.run(f"box.cfg{{log_level = 1, work_dir = '{tmp_path}'}}")
+    console.run("s = box.schema.space.create('people', {format = {{'id', 'unsigned'}, "
+                "{'name', 'string'}, {'age', 'unsigned'}}}) s:create_index('pk')")
+    console.run("s:insert{1, 'Ann', 30} s:insert{2, 'Bob', 41, 'extra'}")
+    assert console.run("\\set output table") == "- true\n"
+    console.send("s:get(1)\r")                   # a single tuple is a table too
+    console.expect(r"│ id\s*│ name\s*│ age\s*│.*│ 1\s*│ Ann\s*│ 30\s*│")
+    console.prompt()
+    console.send("s:select()\r")
+    console.expect(r"│ id\s*│ name\s*│ age\s*│ col4\s*│.*│ 2\s*│ Bob\s*│ 41\s*│ extra")
+    console.prompt()
+    console.send("s:get(1), s:get(2)\r")         # two values, one table
+    console.expect(r"│ id\s*│ name.*│ 1\s*│ Ann.*│ 2\s*│ Bob[^┌]*└")
+    console.prompt()
+    console.send("box.space._space:get(s.id)\r")   # a system space's format (its
+    console.expect(r"│ id\s*│ 512\s*│.*│ owner\s*│ 1 .*│ name\s*│ people\s*│"   # format
+                   r".*│ format\s*│ \{\{name = \"id\"")                # folds it)
+    console.prompt()
+    console.send("box.space._index:select(s.id)\r")
+    console.expect(r"│ id\s*│ iid\s*│ name\s*│ type\s*│ opts\s*│ parts")
+    console.prompt()
+
+
+def test_backslash_x_switches_formats_as_tt_connect(spawn_console):
+    console = spawn_console()
+    console.send("\\x\r")                    # yaml -> lua: said in the new format
+    console.expect_literal('{output = "lua"};')
+    console.prompt()
+    console.send("\\x\r")                    # lua -> table
+    console.expect(r"- output: table")
+    console.prompt()
+    console.send("{{1, 'a'}, {2, 'b'}}\r")
+    console.expect(r"col1\s*│\s*col2.*│ 2\s*│ b")
+    console.prompt()
+    assert console.run("\\x") == "- output: ttable\n"
+    console.send("{{1, 'a'}, {2, 'b'}}\r")       # vertical: a line per field
+    console.expect(r"│ col1 │ 1 │ 2 │\r?\n│ col2 │ a │ b │")
+    console.prompt()
+    assert console.run("\\x") == "- output: yaml\n"
+    assert console.run("\\xt") == "- output: table\n"
+    assert console.run("\\xy") == "- output: yaml\n"
+
+
+def test_a_table_wider_than_the_terminal_folds_vertically(spawn_console):
+    console = spawn_console()
+    assert console.run("\\set output table") == "- true\n"
+    console.send("{{1, string.rep('wide ', 20), string.rep('wider ', 20)}}\r")
+    console.expect(r"│ col1 │ 1 +│\r?\n│ col2 │ wide wide")
+    console.prompt()
 
 
 def test_set_language(spawn_console):
