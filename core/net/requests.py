@@ -23,9 +23,9 @@ from spindle.core.iproto.constants import (
     IprotoType, MpType,
 )
 from spindle.core.iproto.errors import ClientError, ErrorCode
-from spindle.core.iproto.msgpack import UINT_WIDE_MARKERS, decode_uint, ext_hook, needs_exact, pack
+from spindle.core.iproto.msgpack import ext_hook, needs_exact, pack
 from spindle.core.iproto.request import decode_dml_body
-from spindle.core.iproto.xrow import XRow
+from spindle.core.iproto.xrow import XRow, usual_header
 
 from .protocol import NO_BODY, UNDECODABLE, Packet, Where, client_error, with_location
 
@@ -361,50 +361,24 @@ _SELECT, _INSERT, _REPLACE, _UPDATE, _UPSERT, _PING = (
     IprotoType.UPSERT, IprotoType.PING)
 
 
-def _fast_header(raw) -> tuple[int, int, int, int] | None:
-    """(type, sync, schema_version, body position) of a header that is a fixmap of
-    REQUEST_TYPE / SYNC / SCHEMA_VERSION with unsigned values, else None."""
-    first = raw[0]
-    if not 0x81 <= first <= 0x8F:
-        return None
-    rtype = sync = schema = 0
-    pos = 1
-    for _ in range(first & 0x0F):
-        key = raw[pos]
-        b = raw[pos + 1]
-        if b < 0x80:                    # fixint: the usual case, inline
-            value = b
-            pos += 2
-        elif b in UINT_WIDE_MARKERS:
-            value, pos = decode_uint(raw, pos + 1)
-        else:
-            return None
-        if key == 0:
-            rtype = value & _U32
-        elif key == 1:
-            sync = value
-        elif key == 5:
-            schema = value & _U32
-        else:
-            return None
-    return rtype, sync, schema, pos
-
-
 def decode_request_fast(raw: bytes) -> Request | None:
     """A DML request or a PING in the common shape, exactly as the general path would decode
     it; None when the packet needs the general path (which reports every error)."""
     try:
-        header = _fast_header(raw)
-        if header is None:
+        # the header as xrow.py's one quick reader reads it: the row decode_packet
+        # makes of it, unless a field decode_packet cuts to uint32 is larger or the
+        # TSN field is there (its wrap-around is read as decode_packet does not)
+        row, pos = usual_header(raw)
+        if ((row.type | row.schema_version | row.replica_id | row.group_id) > _U32
+                or row.tsn != row.lsn):
             return None
-        rtype, sync, schema, pos = header
-        route = rtype & 0xFF
+        route = row.type & 0xFF
         cls = DML_CLASSES.get(route)
         if cls is None:
             if route == _PING and (pos == len(raw) or raw[pos:] == b"\x80"):
                 # no body, or an empty map: decodes cleanly, PING ignores it
-                body = None if pos == len(raw) else raw[pos:]
-                return Ping(XRow(rtype, body, 0, 0, 0.0, 0, 0, True, sync, schema))
+                row.body = None if pos == len(raw) else raw[pos:]
+                return Ping(row)
             return None
         if pos >= len(raw) or (raw.find(b"\xff", pos) >= 0 and needs_exact(raw, pos)):
             return None
@@ -431,7 +405,7 @@ def decode_request_fast(raw: bytes) -> Request | None:
             found += 1
     if found != len(mandatory):
         return None
-    row = XRow(rtype, bytes(raw[pos:]), 0, 0, 0.0, 0, 0, True, sync, schema)
+    row.body = bytes(raw[pos:])
     get = body.get
     if route == _SELECT:
         return Select(row, get(_SPACE_ID, 0) & _U32, get(_INDEX_ID, 0) & _U32,
