@@ -483,12 +483,12 @@ class Applier:
                 # A snapshot row's header is its REQUEST_TYPE alone: skip decoding it
                 snapshot.add_body(packet[2], packet[3:] or None)
             else:
-                row = conn.decode(packet)
-                if first and meta is not None and row.type == _JOIN_META:
+                received = conn.decode(packet)
+                if first and meta is not None and received.type == _JOIN_META:
                     self._read_join_meta(meta)
                     first = False
                     continue
-                row = self._stage_row(row)
+                row = self._stage_row(received)
                 if row is None:
                     return snapshot
                 snapshot.add(row)

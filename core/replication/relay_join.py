@@ -3,8 +3,10 @@ a joining replica before it subscribes.
 
 * `relay_initial_join` — JOIN/FETCH_SNAPSHOT stage one: a read view of the data,
   OK {start vclock} first (after a WAL sync, and after pending synchronous
-  transactions are confirmed), then one INSERT per tuple with only REQUEST_TYPE in
-  the header (iproto.md §8.3).
+  transactions are confirmed), then — only for a JOIN that carries the joiner's
+  version, as 2.7.3/2.8.2+ send it — the META stage (`relay_join_meta`: the Raft
+  term and vote, the limbo's state), then one INSERT per tuple with only
+  REQUEST_TYPE in the header (iproto.md §8.3).
 * `relay_final_join` — the WAL rows (start, stop] with their original headers,
   sent by a Relay (relay.py) without a reader: a JOIN has no ACKs.
 """
