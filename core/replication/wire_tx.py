@@ -18,7 +18,6 @@ decides anything the general path would decide differently.
 """
 from __future__ import annotations
 
-import re
 import struct
 from collections.abc import Sequence
 
@@ -27,7 +26,7 @@ import msgpack
 from spindle.core.iproto.constants import IprotoType
 from spindle.core.iproto.msgpack import mp_encode_uint
 from spindle.core.iproto.xrow import (
-    FLAGS_COMMIT, KEY_SYNC, KEY_TSN, TIMESTAMP_HEAD, XRow, decode_rows, relay_layout,
+    KEY_SYNC, RELAY_HEADER, TIMESTAMP_AFTER_LSN, XRow, decode_rows,
 )
 
 _pack_frame_head = struct.Struct(">BI").pack     # 0xce + u32: Tarantool's length prefix
@@ -35,35 +34,6 @@ _unpack_double = struct.Struct(">d").unpack_from
 _unpack_u32 = struct.Struct(">I").unpack_from
 _FRAME_HEAD_SIZE = 5
 _NOP_TYPE = bytes((IprotoType.NOP,))
-
-
-def _uint_pattern(zero: bool) -> bytes:
-    """A MsgPack uint in its shortest form (the only one that re-encodes the same),
-    `zero` allowed or not."""
-    fixint = rb"[\x00-\x7f]" if zero else rb"[\x01-\x7f]"
-    return (rb"(?:" + fixint + rb"|\xcc[\x80-\xff]|\xcd[\x01-\xff]."
-            rb"|\xce(?:[\x01-\xff].|\x00[\x01-\xff]).."
-            rb"|\xcf(?:[\x01-\xff]...|\x00[\x01-\xff]..|\x00\x00[\x01-\xff].|\x00{3}[\x01-\xff]).{4})")
-
-
-# The header of a row scan_block forwards, xrow_header_encode's layout:
-#   84|85|86  00 <type>  02 <replica id>  03 <lsn>  04 cb <timestamp>
-#   [08 <tsn>]          (85: a row of a multi-row transaction before its last)
-#   [08 <tsn> 09 01]    (86: the last row of one: FLAGS = COMMIT)
-# with a fixint type, a replica id of 1..127 (no GROUP_ID), an LSN > 0, a timestamp
-# that is neither 0 (not written) nor a NaN (its bits need not survive), a TSN field
-# other than the LSN (that would be tsn 0, "not set"), nonzero with FLAGS. Groups:
-# 1 = "85", 3 = type, 4 = replica id, 5 = LSN bytes. Shortest uints compare as bytes
-# in the order of their values (markers grow with the width), and two are equal
-# values only as equal bytes: hence `(?!\5)` and the LSN order check on bytes.
-_FORWARDABLE_HEADER = re.compile(relay_layout(
-    rb"(?:\x84|(\x85)|(\x86))", (rb"([\x00-\x7f])", ""), (rb"([\x01-\x7f])", ""),
-    (b"(" + _uint_pattern(False) + b")", ""),
-    (rb"(?!\x00{8}|\x80\x00{7}|[\x7f\xff](?:[\xf1-\xff]|\xf0(?!\x00{6}))).{8}", ""),
-    (b"(?(1)" + re.escape(KEY_TSN) + rb"(?!\5)" + _uint_pattern(True) + b")"
-     + b"(?(2)" + re.escape(KEY_TSN) + rb"(?!\5)" + _uint_pattern(False)
-     + re.escape(FLAGS_COMMIT) + b")", ""))[0], re.S)
-_TIMESTAMP_AFTER_LSN = len(TIMESTAMP_HEAD)        # 04 cb
 
 
 def _uint_value(encoded: bytes) -> int:
@@ -209,7 +179,7 @@ def _scan(payload: bytes, sync: int, covered: dict[int, int], keep_first: bool,
     unpacker = msgpack.Unpacker(max_buffer_size=max(end, 1))
     unpacker.feed(payload)
     read_bytes, skip, tell = unpacker.read_bytes, unpacker.skip, unpacker.tell
-    match = _FORWARDABLE_HEADER.match
+    match = RELAY_HEADER.match
     found: list[_Found] = []
     starts: list[int] = []          # where the rows of the open transaction begin
     tx_start = pos = 0
@@ -239,7 +209,7 @@ def _scan(payload: bytes, sync: int, covered: dict[int, int], keep_first: bool,
         replica_id, tx_lsn = (replica[0] if replica else 0), _uint_value(lsn)
         if not (replica_id and tx_lsn <= covered.get(replica_id, 0)
                 and (tx_start or not keep_first)):
-            timestamp = _unpack_double(payload, header.end(5) + _TIMESTAMP_AFTER_LSN)[0]
+            timestamp = _unpack_double(payload, header.end(5) + TIMESTAMP_AFTER_LSN)[0]
             found.append(_Found(replica_id, _uint_value(first_lsn), tx_lsn, timestamp,
                                 starts, tx_start, pos))
         starts = []
