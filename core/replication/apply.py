@@ -191,10 +191,15 @@ class ReplicatedTx:
             # in the middle of a transaction): keep only the rows not applied yet.
             rows = [row for row in rows if row.lsn > known_lsn(replicaset, row.replica_id)]
             requests = None
+        nopped = False
         if box.limbo.promote_greatest_term and box.raft.is_enabled:
-            rows = applier_synchro_filter_tx(box, rows)
+            filtered = applier_synchro_filter_tx(box, rows)
+            nopped, rows = filtered is not rows, filtered     # (NOPs whole or not at all)
         statements: list[Statement] = []    # while no transaction is made
-        txn = adopt(box.engine, statements) if box.limbo.queue else None
+        # A deposed leader's rows made NOPs change nothing: they do not queue in
+        # the limbo behind its owner's entries (a transaction of another origin
+        # would be refused there: ER_UNCOMMITTED_FOREIGN_SYNC_TXNS).
+        txn = adopt(box.engine, statements) if box.limbo.queue and not nopped else None
         journal_rows, txn = _apply_rows(box, txn, statements, rows, requests, skip_conflict)
         if txn is None:
             self._commit_unobserved(statements, journal_rows)
@@ -330,18 +335,43 @@ def applier_synchro_filter_tx(box: ReplicationInstanceApi, rows: list[XRow]) -> 
     """2.6.3's filter (election on): a CONFIRM/ROLLBACK of an instance whose last
     PROMOTE term is behind the newest one comes from a deposed leader — it is
     logged as a NOP, so that it decides nothing (a PROMOTE always passes: it
-    says who owns the limbo). 2.6.3 also NOPs such an instance's transactions
-    whose last row carries IPROTO_FLAGS WAIT_SYNC; 2.6.3 itself does not set
-    that bit right (raft.md §5.6) and 2.6.0's rows never have it, so that part
-    has nothing to act on here."""
+    says who owns the limbo).
+
+    2.6.3 also NOPs such an instance's synchronous transactions, which it tells
+    by IPROTO_FLAGS WAIT_SYNC on the last row; 2.6.3 itself does not set that
+    bit right (raft.md §5.6) and 2.6.0's rows never have it, so here a
+    transaction is synchronous when it changes an is_sync space, as its author
+    decided. Such a transaction is a deposed leader's tail: rows it wrote but
+    did not relay before it died, resent when it leads again (its relay starts
+    over from the follower's vclock). The PROMOTE that deposed it rolled them
+    back on it; applied here they would enter the limbo behind another owner's
+    entries and stop the applier (ER_UNCOMMITTED_FOREIGN_SYNC_TXNS). Every row
+    of the deposed leader that a quorum had came before the new leader's
+    PROMOTE in the stream, while its term was not outdated yet."""
     first = rows[0]
-    if first.type not in _CONFIRM_ROLLBACK:
-        return rows
     if not box.limbo.txn_limbo_is_replica_outdated(first.replica_id):
         return rows
-    log.info("RAFT: synchro row {%d: %d} of an outdated term: NOP", first.replica_id,
+    if first.type in _CONFIRM_ROLLBACK:
+        what = "synchro row"
+    elif _changes_a_sync_space(box, rows):
+        what = "synchronous transaction"
+    else:
+        return rows
+    log.info("RAFT: %s {%d: %d} of an outdated term: NOP", what, first.replica_id,
              first.lsn)
     return [dataclasses.replace(row, type=IprotoType.NOP, body=None) for row in rows]
+
+
+def _changes_a_sync_space(box: ReplicationInstanceApi, rows: list[XRow]) -> bool:
+    spaces = box.engine.spaces
+    for row in rows:
+        if row.type not in DML_WRITE_TYPES or not row.body:
+            continue
+        body = unpack(row.body)
+        space = spaces.get(body.get(_SPACE_ID)) if isinstance(body, dict) else None
+        if space is not None and space.is_sync:
+            return True
+    return False
 
 
 def _skip_conflict(rows: list[XRow], journal_rows: list[XRow], i: int,

@@ -235,3 +235,73 @@ def test_a_deposed_leaders_confirm_is_logged_as_a_nop():
     assert (nop.type, nop.body, nop.replica_id, nop.lsn) == (IprotoType.NOP, None, 1, 6)
     current = [synchro_row(IprotoType.CONFIRM, 2, 5, replica_id=2, lsn=6)]
     assert applier_synchro_filter_tx(box, current) is current
+
+
+def test_a_deposed_leaders_sync_transaction_is_logged_as_a_nop():
+    """2.6.3 NOPs a deposed leader's synchronous transactions (by a WAIT_SYNC
+    flag it does not set right): here by the is_sync of the space. A tail the
+    deposed leader resends when it leads again must not enter the limbo behind
+    another owner's entries (ER_UNCOMMITTED_FOREIGN_SYNC_TXNS stopped the
+    applier under failover load, tests/fault/failover.py)."""
+    from types import SimpleNamespace
+
+    from spindle.core.box.limbo import PROMOTE, TxnLimbo
+    from spindle.core.iproto.msgpack import pack
+    from spindle.core.replication.apply import applier_synchro_filter_tx
+
+    limbo = TxnLimbo(instance_id=lambda: 3, quorum=lambda: 2, synchro_timeout=lambda: 5.0,
+                     clock=lambda: 0.0, wait=lambda timeout: False, broadcast=lambda: None,
+                     write_synchro=lambda *args: None, on_complete=lambda entry: None)
+    limbo.txn_limbo_process(PROMOTE, 0, 0, origin=1, term=2)
+    limbo.txn_limbo_process(PROMOTE, 1, 0, origin=2, term=3)
+    spaces = {512: SimpleNamespace(is_sync=True), 513: SimpleNamespace(is_sync=False)}
+    box = SimpleNamespace(limbo=limbo, engine=SimpleNamespace(spaces=spaces))
+
+    def insert(origin, lsn, space_id):
+        return XRow(type=IprotoType.INSERT, replica_id=origin, lsn=lsn,
+                    body=pack({0x10: space_id, 0x21: [lsn]}))
+
+    nop, = applier_synchro_filter_tx(box, [insert(1, 7, 512)])
+    assert (nop.type, nop.body, nop.replica_id, nop.lsn) == (IprotoType.NOP, None, 1, 7)
+    mixed = [insert(1, 8, 513), insert(1, 9, 512)]
+    assert [row.type for row in applier_synchro_filter_tx(box, mixed)] == [IprotoType.NOP] * 2
+    for rows in ([insert(1, 10, 513)], [insert(2, 7, 512)]):
+        assert applier_synchro_filter_tx(box, rows) is rows
+
+
+
+def test_a_nopped_transaction_does_not_queue_behind_another_owners_entries(sched, tmp_path):
+    """A deposed leader's transaction made NOPs changes nothing: it is logged
+    (the vclock moves past it) without entering the limbo, where another
+    owner's pending entries would refuse it (ER_UNCOMMITTED_FOREIGN_SYNC_TXNS
+    stopped the applier under failover load)."""
+    from spindle.core.box.index import IndexDef
+    from spindle.core.box.limbo import PROMOTE
+    from spindle.core.iproto.msgpack import pack
+    from spindle.core.replication.apply import applier_apply_tx
+
+    seen = {}
+
+    def insert(origin, lsn):
+        return [XRow(type=IprotoType.INSERT, replica_id=origin, lsn=lsn,
+                     body=pack({0x10: 600, 0x21: [lsn, origin]}))]
+
+    def main():
+        box = Box(sched)
+        box.start(_cfg(tmp_path, election_mode="voter", replication_synchro_quorum=3))
+        space = box.engine.create_space(600, "sync", flags={"is_sync": True})
+        space.create_index(IndexDef(0, "pk"))
+        limbo = box.limbo
+        limbo.txn_limbo_process(PROMOTE, 0, 0, origin=2, term=2)   # 2 led in term 2,
+        limbo.txn_limbo_process(PROMOTE, 2, 0, origin=3, term=3)   # 3 leads in term 3
+        applier_apply_tx(box, insert(3, 1))          # pending: a quorum of 3 is far
+        _wait(sched, lambda: box.replicaset.vclock.get(3) == 1)
+        applier_apply_tx(box, insert(2, 7))          # 2's tail, resent
+        _wait(sched, lambda: box.replicaset.vclock.get(2) == 7)
+        seen["limbo"] = (limbo.owner_id, len(limbo.queue))
+        seen["rows"] = sorted(space.select())
+        box.stop()
+
+    sched.run(main)
+    assert seen["limbo"] == (3, 1)
+    assert seen["rows"] == [(1, 3)]
