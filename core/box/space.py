@@ -524,7 +524,8 @@ class Space:
         if self.engine == "blackhole":
             return self._execute_blackhole(stmt)
         if rtype == _INSERT or rtype == _REPLACE:
-            new, stmt.old_tuple, stmt.tuple_data = self._put(request.tuple, _STORE_MODE[rtype])
+            new, stmt.old_tuple, stmt.tuple_data = self._put(request.tuple, _STORE_MODE[rtype],
+                                                             request.data)
             stmt.new_tuple = new
             return new
         if rtype == IprotoType.DELETE:
@@ -553,11 +554,14 @@ class Space:
             return None
         raise ClientError(ErrorCode.ER_UNKNOWN_REQUEST_TYPE, rtype)
 
-    def _put(self, tup: Any, mode: DupMode) -> tuple[tuple, Any, bytes | None]:
+    def _put(self, tup: Any, mode: DupMode, data: bytes | None = None
+             ) -> tuple[tuple, Any, bytes | None]:
         """The INSERT/REPLACE of `tup` (a tuple, or a list as MsgPack decodes one)
         in every index: the format check (validate_tuple's, inline), the tuple
         packed once (for bsize here, for the redo row later; None when MsgPack
         cannot hold a value), then _replace_all, inline for a lone primary key.
+        `data`: the tuple's MsgPack as its row carried it (PutRequest.data), taken
+        as its packing: a replicated INSERT is not packed again for its length.
         Returns (the stored tuple, the one it displaced, the packed tuple)."""
         new = tup
         if type(new) is list:
@@ -569,7 +573,8 @@ class Space:
                 (uint_key_len and len(new) >= uint_key_len and type(key := new[0]) is int
                  and 0 <= key <= UINT64_MAX) or self._fits(new)):
             new = self.validate_tuple(new)
-        data = pack_tuple(new)
+        if data is None:
+            data = pack_tuple(new)
         indexes = self.indexes
         pk = indexes.get(0)
         if len(indexes) != 1 or pk is None:
