@@ -30,6 +30,12 @@ def continuation_prompt(prompt: str = PROMPT) -> str:
     return " " * (len(prompt) - 2) + "> "
 
 
+def echo(prompt: str, text: str) -> str:
+    """The accepted input as the screen keeps it: the prompt, the lines of the chunk
+    (the continuation prompt before each further one), as plain text."""
+    return prompt + text.replace("\n", "\n" + continuation_prompt(prompt)) + "\n"
+
+
 def history_path() -> str:
     return os.environ.get("SPINDLE_HISTORY") or os.path.expanduser("~/.spindle_history")
 
@@ -65,8 +71,14 @@ def make_session(link: TxLink) -> PromptSession:
 
     return PromptSession(
         message=prompt,
+        # only on the real new lines of a chunk: a soft-wrapped line copied from the
+        # screen must not bring the prompt along
         prompt_continuation=lambda width, line_number, wrap_count:
-            continuation_prompt(prompt()),
+            continuation_prompt(prompt()) if wrap_count == 0 else "",
+        # prompt-toolkit draws each screen row on its own (autowrap off), so even
+        # without the prompt a wrapped line would copy as two; the line typed is
+        # printed again as text instead (echo()), which the terminal wraps itself
+        erase_when_done=True,
         multiline=True,   # Enter is ours: keys.py decides between accept and newline
         key_bindings=console_bindings(is_complete),
         history=open_history(),
@@ -81,11 +93,12 @@ def make_session(link: TxLink) -> PromptSession:
 
 def run_repl(link: TxLink) -> None:
     """Read chunks until Ctrl-D or \\quit, showing each reply above the next prompt."""
+    from .keys import keys_held
     from .output import console_stdout, install_signal, redirect_lua_output, restore_signal
 
     previous: dict[int, object] = {}
     try:
-        with console_stdout() as out:
+        with console_stdout() as out, keys_held():
             session = make_session(link)
             link.call(redirect_lua_output, link.engine)
             previous[signal.SIGINT] = link.call(install_signal, signal.SIGINT,
@@ -116,9 +129,12 @@ def _loop(link: TxLink, session: PromptSession, out: ConsoleStdout) -> None:
         try:
             text = session.prompt()
         except KeyboardInterrupt:
-            continue   # Ctrl-C while editing: drop the line, fresh prompt
+            # Ctrl-C while editing: drop the line (left on the screen), fresh prompt
+            out.write(echo(session.message(), session.default_buffer.text))
+            continue
         except EOFError:
             return     # Ctrl-D on an empty line
+        out.write(echo(session.message(), text))
         if not text.strip():
             continue
         try:

@@ -15,11 +15,10 @@ watch goes on.
 """
 from __future__ import annotations
 
-import contextlib
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Callable, Iterator, TextIO
+from typing import TYPE_CHECKING, Callable, TextIO
 
 if TYPE_CHECKING:
     from spindle.lua.console import Reply, WatchRequest
@@ -96,6 +95,8 @@ def watch_live(link: TxLink, request: WatchRequest, out: ConsoleStdout) -> str:
     from rich.live import Live
     from rich.text import Text
 
+    from .keys import keys_held
+
     out.drain()   # what was printed before the watch stays above it
     terminal = out.original_stdout or sys.__stdout__
     console = Console(file=terminal, highlight=False, markup=False, emoji=False)
@@ -115,7 +116,8 @@ def watch_live(link: TxLink, request: WatchRequest, out: ConsoleStdout) -> str:
         # Log lines and Lua print() from background fibers go above the live value.
         console.print(Text.from_ansi(text.rstrip("\n")))
 
-    with _keyboard_quiet(), live, out.diverted(print_above):
+    # keys typed meanwhile were typed to stop the watch: they go with it
+    with keys_held(drop=True), live, out.diverted(print_above):
         outcome = run_watch(link, request, show, link.interrupted.wait,
                             link.interrupted.is_set)
     link.interrupted.clear()
@@ -146,30 +148,3 @@ def _election(link: TxLink, reply: Reply) -> list:
         return []
     state = election_state(link.submit)
     return [election_line(state)] if state is not None else []
-
-
-@contextlib.contextmanager
-def _keyboard_quiet() -> Iterator[None]:
-    """No echo of keys typed while the value is redrawn (they would tear the drawing),
-    and nothing of them left for the next prompt. ISIG stays on: Ctrl-C must still
-    be a signal."""
-    try:
-        import termios
-    except ImportError:   # not a POSIX terminal: nothing to quiet
-        yield
-        return
-    try:
-        fd = sys.stdin.fileno()
-        saved = termios.tcgetattr(fd)
-    except (termios.error, OSError, ValueError, AttributeError):
-        yield
-        return
-    quiet = list(saved)
-    quiet[3] &= ~(termios.ECHO | termios.ICANON)
-    try:
-        termios.tcsetattr(fd, termios.TCSANOW, quiet)
-        yield
-    finally:
-        with contextlib.suppress(termios.error, OSError):
-            termios.tcsetattr(fd, termios.TCSANOW, saved)
-            termios.tcflush(fd, termios.TCIFLUSH)

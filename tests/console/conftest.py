@@ -93,6 +93,9 @@ class Console:
                 continue
             except pexpect.EOF:
                 break
+        else:
+            raise AssertionError(f"still running after {timeout} s; screen:\n"
+                                 f"{self.text[self.pos:]!r}")
         self.child.wait()
         return self.child.exitstatus
 

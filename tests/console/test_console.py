@@ -234,3 +234,41 @@ def test_error_in_a_background_fiber_is_logged_and_the_instance_lives(spawn_cons
     assert "LuajitError: [string" in console.text and "attempt to index local 't'" in console.text
     assert "stack traceback" not in console.text
     assert console.run("1") == "- 1\n"
+
+
+def test_ctrl_d_typed_ahead_while_a_statement_runs_ends_the_console(spawn_console):
+    console = spawn_console()
+    console.send("require('fiber').sleep(1) return 'slept'\r")
+    console.expect_literal("return 'slept'")   # accepted: the statement runs
+    console.send("\x04")                        # typed before the reply is out
+    console.expect(r"- slept")
+    assert console.wait_exit() == 0
+
+
+def test_keys_typed_ahead_reach_the_next_prompt(spawn_console):
+    console = spawn_console()
+    console.send("require('fiber').sleep(1) return 'first'\r")
+    console.expect_literal("return 'first'")
+    console.send("'sec' .. 'ond'\r")            # typed while the first one runs
+    console.expect(r"- first")
+    console.expect(r"- second")
+    console.prompt()
+
+
+def test_a_wrapped_long_line_has_no_continuation_prompt(spawn_console):
+    """Copying a soft-wrapped line from the screen copies the line: the continuation
+    prompt is drawn only on the real new lines of a multi-line chunk."""
+    console = spawn_console()
+    start = console.pos
+    console.send("'" + "w" * 150 + "' .. 'end'")   # 120 columns: it wraps once
+    console.expect_literal("'end'")
+    assert console.CONTINUATION not in console.text[start:]
+    console.send("\r")
+    # what stays on the screen is the line in one piece, for the terminal to wrap
+    console.expect_literal("spindle> '" + "w" * 150 + "' .. 'end'\r\n")
+    console.expect(r"- w+end")
+    console.prompt()
+    console.send("function f()\r")                  # a real new line keeps it
+    console.expect_literal(console.CONTINUATION)
+    console.send("end\r")
+    console.prompt()
