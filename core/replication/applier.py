@@ -696,8 +696,18 @@ class Applier:
             return
         if self.lag > float(self._cfg("replication_sync_lag", 10.0)):
             return
-        if self.remote_vclock_at_subscribe.compare(self.box.replicaset.vclock,
-                                                   ignore0=True) in (-1, 0):
+        target = self.remote_vclock_at_subscribe
+        raft = self.box.raft
+        if raft.is_enabled and raft.leader != self.master_id and target.get(self.master_id):
+            # With election on, data comes only from the leader: what a master that
+            # does not lead has of its own beyond us is a deposed leader's tail, rows
+            # it wrote and never relayed, which no one will ever send (2.6.3 waits
+            # for them, and a node restarted then stayed orphan — read-only even
+            # once elected, so nobody could write). Its rows that a quorum had come
+            # through the leader.
+            target = target.copy()
+            target.reset(self.master_id, 0)
+        if target.compare(self.box.replicaset.vclock, ignore0=True) in (-1, 0):
             self.applier_set_state(S.FOLLOW)
 
 

@@ -305,3 +305,33 @@ def test_a_nopped_transaction_does_not_queue_behind_another_owners_entries(sched
     sched.run(main)
     assert seen["limbo"] == (3, 1)
     assert seen["rows"] == [(1, 3)]
+
+
+def test_a_master_that_does_not_lead_is_followed_without_its_own_tail(sched):
+    """With election on, data comes only from the leader, so an upstream whose
+    master does not lead is synced without that master's own rows beyond ours —
+    a deposed leader's unrelayed tail nobody will ever send (a node restarted
+    against it stayed orphan, read-only even once elected). Its other
+    components, and its own while it leads, are waited for as before."""
+    from types import SimpleNamespace
+
+    from spindle.core.replication.applier import Applier, ApplierState
+    from spindle.core.vclock import VClock
+
+    raft = SimpleNamespace(is_enabled=True, leader=2)
+    box = SimpleNamespace(raft=raft, cfg={}, replicaset=SimpleNamespace(
+        vclock=VClock({1: 10, 2: 20, 3: 5})))
+    applier = Applier(sched, box, "127.0.0.1:3301")
+
+    def synced(master_id, remote, enabled=True, leader=2):
+        raft.is_enabled, raft.leader = enabled, leader
+        applier.state, applier.lag, applier.master_id = ApplierState.SYNC, 0.0, master_id
+        applier.remote_vclock_at_subscribe = VClock(remote)
+        applier.applier_check_sync()
+        return applier.state == ApplierState.FOLLOW
+
+    assert synced(3, {1: 10, 2: 20, 3: 9})              # 3's tail: 6-9
+    assert not synced(3, {1: 11, 2: 20, 3: 9})          # 1's row 11: from the leader
+    assert not synced(3, {1: 10, 2: 20, 3: 9}, leader=3)
+    assert not synced(3, {1: 10, 2: 20, 3: 9}, enabled=False)
+    assert not synced(2, {1: 10, 2: 21})                # the leader's own rows
