@@ -12,6 +12,18 @@ equal and every upstream follows (failing at once if one is `stopped`), then loo
   got by JOIN. An LSN hole here, with equal vclocks, is what issue 21 looked like: a
   relay skipped rows and the replica's vclock caught up anyway.
 
+With leader election (`deposed_tails`), one thing is let through, as 2.6.3 has it:
+a leader killed with -9 may have rows in its WAL that no other node got (written,
+not yet relayed). Started again it is a follower, and its followers drop the data
+of a node that does not lead (2.6.3's applier); the new leader's PROMOTE has rolled
+those rows back on it. Its own vclock component stays ahead of the others' (their
+upstream from it stays `sync`) until it leads again, when its relay resends them
+and the others log them as NOPs of an outdated term (Tarantool 2.10 calls such a
+tail a split brain and stops the applier). Such a *deposed tail* is reported, not
+counted as a problem, when: only its author is ahead in its own component, every
+other component is equal, none of its rows' keys is on any node (they were rolled
+back), and none was acknowledged.
+
 The result is a `Report`: counts for the reliability table and the problems as text
 for the test's assertion.
 """
@@ -19,6 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import msgpack
 
@@ -66,6 +79,9 @@ class Report:
     missing: dict[str, int] = field(default_factory=dict)      # acknowledged keys absent
     holes: dict[str, int] = field(default_factory=dict)        # LSNs absent from xlogs
     stopped: int = 0                                           # upstreams `stopped`
+    tails: dict[str, tuple[int, int]] = field(default_factory=dict)  # deposed tails:
+                                                               # LSNs (after, last)
+    nopped: dict[str, list[int]] = field(default_factory=dict)   # tails resent: LSNs
     known: dict[str, int] = field(default_factory=dict)        # keys put down to a bug
     problems: list[str] = field(default_factory=list)          # of 2.6.0 (known_bugs.py)
 
@@ -76,7 +92,13 @@ class Report:
     def describe(self) -> str:
         known = "".join(f"\n(differences put down to {bug}: {count} keys)"
                         for bug, count in self.known.items())
-        return ("\n".join(self.problems) if self.problems else "all invariants hold") + known
+        tails = "".join(f"\n(a deposed leader's tail on {name}: its LSNs {a + 1}-{b}, "
+                        "rolled back)" for name, (a, b) in self.tails.items())
+        tails += "".join(f"\n(a deposed leader's tail from {name} resent, NOPs on the "
+                         f"others: its LSNs {_ranges(lsns)})"
+                         for name, lsns in self.nopped.items())
+        return ("\n".join(self.problems) if self.problems else "all invariants hold") + known \
+            + tails
 
 
 # ------------------------------------------------------------------ waiting
@@ -89,18 +111,50 @@ class StoppedUpstream(AssertionError):
     pass
 
 
-def converge(nodes: list[Node], timeout: float = CONVERGE_TIMEOUT) -> None:
+def deposed_tails(ids: list[int], clocks: list[dict[int, int]]
+                  ) -> dict[int, tuple[int, int]] | None:
+    """{index of a node: (the others' LSN, its own)} for every node ahead of all
+    the others in its own component only, the others agreeing on it; None when
+    the vclocks differ in any other way."""
+    tails = {}
+    for component in set().union(*clocks):
+        values = [clock.get(component, 0) for clock in clocks]
+        if len(set(values)) == 1:
+            continue
+        if component not in ids:
+            return None
+        author = ids.index(component)
+        others = {value for i, value in enumerate(values) if i != author}
+        if len(others) != 1 or values[author] < max(others):
+            return None
+        tails[author] = (others.pop(), values[author])
+    return tails
+
+
+def converge(nodes: list[Node], timeout: float = CONVERGE_TIMEOUT,
+             allow_tails: bool = False) -> dict[int, tuple[int, int]]:
     """Until all vclocks are equal and every upstream follows; an upstream that is
-    `stopped` ends the wait at once (nothing restarts it by itself)."""
+    `stopped` ends the wait at once (nothing restarts it by itself). With
+    `allow_tails`, a deposed leader's tail (the module's docstring) may stay, and
+    the upstreams from its author `sync`: returns them by the author's index."""
+    ids = [node.info("id") for node in nodes] if allow_tails else []
+    found: dict[int, tuple[int, int]] = {}
+
     def settled():
+        clocks = [node.vclock() for node in nodes]
+        tails = deposed_tails(ids, clocks) if allow_tails else {}
+        authors = {ids[i] for i in tails or {}}
         for node in nodes:
             for peer, status, message in upstreams(node):
                 if status == "stopped":
                     return f"{node.name}: upstream {peer} stopped: {message}"
-                if status != "follow":
+                if status != "follow" and not (status == "sync" and peer in authors):
                     return False
-        clocks = [node.vclock() for node in nodes]
-        return all(clock == clocks[0] for clock in clocks) and "settled"
+        if tails is None or (not allow_tails and any(c != clocks[0] for c in clocks)):
+            return False
+        found.clear()
+        found.update(tails)
+        return "settled"
 
     try:
         result = wait_for(settled, timeout, "equal vclocks and every upstream following")
@@ -110,6 +164,7 @@ def converge(nodes: list[Node], timeout: float = CONVERGE_TIMEOUT) -> None:
         raise AssertionError(f"{exc}: {state}") from None
     if result != "settled":
         raise StoppedUpstream(result)
+    return found
 
 
 # ---------------------------------------------------------------------- data
@@ -184,10 +239,16 @@ def _ranges(lsns: list[int]) -> str:
     return ", ".join(out[:SHOWN]) + (" ..." if len(out) > SHOWN else "")
 
 
-def lsn_problems(logs: dict[str, tuple[int, Path]]) -> tuple[list[str], dict[str, int]]:
+def lsn_problems(logs: dict[str, tuple[int, Path]], tails: dict[str, tuple[int, int]]
+                 | None = None, nopped: list[tuple[str, int]] | None = None
+                 ) -> tuple[list[str], dict[str, int]]:
     """Compare the xlogs of nodes {name: (instance id, data dir)}: for each author, its
-    own rows against every other node's rows of its id, above both snapshots. Returns
-    the problems and, per node, how many of the authors' LSNs its xlogs lack."""
+    own rows against every other node's rows of its id, above both snapshots (and
+    below its deposed tail, `tails` by the author's name). Returns the problems and,
+    per node, how many of the authors' LSNs its xlogs lack. With `nopped` (a list
+    to fill), a row another node logged as a NOP is not a difference but goes
+    there as (author, LSN): a deposed tail resent once its author led again, which
+    the others' filter of outdated terms turned into NOPs."""
     problems: list[str] = []
     holes = {name: 0 for name in logs}
     rows, bounds = {}, {}
@@ -196,7 +257,9 @@ def lsn_problems(logs: dict[str, tuple[int, Path]]) -> tuple[list[str], dict[str
         bounds[name] = snapshot_vclock(workdir)
         problems.extend(f"{name}: {text}" for text in conflicts)
     for author, (rid, _) in logs.items():
-        own = {key: content for key, content in rows[author].items() if key[0] == rid}
+        ceiling = (tails or {}).get(author, (None, None))[0]
+        own = {key: content for key, content in rows[author].items() if key[0] == rid
+               and (ceiling is None or key[1] <= ceiling)}
         for name in logs:
             if name == author:
                 continue
@@ -208,6 +271,10 @@ def lsn_problems(logs: dict[str, tuple[int, Path]]) -> tuple[list[str], dict[str
             extra = sorted(key[1] for key in theirs.keys() - mine.keys())
             differ = sorted(key[1] for key in mine.keys() & theirs.keys()
                             if mine[key] != theirs[key])
+            if nopped is not None:
+                nops = [lsn for lsn in differ if theirs[(rid, lsn)][0] == _NOP]
+                nopped.extend((author, lsn) for lsn in nops)
+                differ = [lsn for lsn in differ if lsn not in nops]
             holes[name] += len(absent)
             if absent:
                 problems.append(f"{name}: {len(absent)} LSNs of {author} (id {rid}) missing "
@@ -221,9 +288,9 @@ def lsn_problems(logs: dict[str, tuple[int, Path]]) -> tuple[list[str], dict[str
     return problems, holes
 
 
-def check_lsns(nodes: list[Node], report: Report) -> None:
+def check_lsns(nodes: list[Node], report: Report, nopped: list | None = None) -> None:
     problems, holes = lsn_problems({node.name: (node.info("id"), node.workdir)
-                                    for node in nodes})
+                                    for node in nodes}, report.tails, nopped)
     report.problems.extend(problems)
     for name, count in holes.items():
         report.holes[name] = report.holes.get(name, 0) + count
@@ -232,14 +299,18 @@ def check_lsns(nodes: list[Node], report: Report) -> None:
 # -------------------------------------------------------------------- check
 
 def check(nodes: list[Node], acked: dict[str, set] | None = None,
-          timeout: float = CONVERGE_TIMEOUT, reference_bugs: bool = False) -> Report:
+          timeout: float = CONVERGE_TIMEOUT, reference_bugs: bool = False,
+          allow_tails: bool = False) -> Report:
     """Wait for convergence, then every invariant; `acked` maps a space to the keys
     clients saw acknowledged in it. nodes[0] is the master (the one the others are
     compared with). `reference_bugs`: nodes[0] is Tarantool 2.6.0, whose known bugs
-    (known_bugs.py) are counted apart instead of failing the data comparison."""
+    (known_bugs.py) are counted apart instead of failing the data comparison.
+    `allow_tails`: election runs, a deposed leader's tail is let through (the
+    module's docstring) once its rows are seen rolled back."""
     report = Report([node.name for node in nodes])
     try:
-        converge(nodes, timeout)
+        tails = converge(nodes, timeout, allow_tails)
+        report.tails = {nodes[i].name: tail for i, tail in tails.items()}
     except StoppedUpstream:
         pass                       # each stopped upstream is reported below
     except AssertionError as exc:
@@ -271,8 +342,54 @@ def check(nodes: list[Node], acked: dict[str, set] | None = None,
                     report.problems.append(
                         f"space {space}: {node.name} lost {len(lost)} acknowledged keys: "
                         f"{sorted(lost)[:SHOWN]}")
-    check_lsns(nodes, report)
+    nopped: list[tuple[str, int]] | None = [] if allow_tails else None
+    check_lsns(nodes, report, nopped)
+    for author, lsn in sorted(set(nopped or [])):
+        report.nopped.setdefault(author, []).append(lsn)
+    check_tails(nodes, report, acked or {})
     return report
+
+
+def tail_keys(workdir: Path, rid: int, lsns: Callable[[int], bool]) -> dict[int, set]:
+    """{space id: first fields} of the data rows of `rid` whose LSN is one of
+    `lsns` in a node's xlogs."""
+    keys: dict[int, set] = {}
+    for entry in list_files(str(workdir), ".xlog"):
+        with XlogReader(entry.path, force_recovery=True) as reader:
+            for row in reader.rows():
+                if row.replica_id != rid or not lsns(row.lsn) or not row.body:
+                    continue
+                body = msgpack.unpackb(row.body, raw=False, strict_map_key=False)
+                if isinstance(body, dict) and _SPACE_ID in body and body.get(_TUPLE):
+                    keys.setdefault(body[_SPACE_ID], set()).add(body[_TUPLE][0])
+    return keys
+
+
+_SPACE_ID, _TUPLE = 0x10, 0x21
+_NOP = 12                  # IPROTO_NOP
+
+
+def check_tails(nodes: list[Node], report: Report, acked: dict[str, set]) -> None:
+    """A deposed tail's rows must be rolled back: their keys on no node, none of
+    them acknowledged."""
+    by_name = {node.name: node for node in nodes}
+    rows: list[tuple[str, Callable[[int], bool]]] = [
+        (name, lambda lsn, after=after, last=last: after < lsn <= last)
+        for name, (after, last) in report.tails.items()]
+    rows += [(name, set(lsns).__contains__) for name, lsns in report.nopped.items()]
+    for name, lsns in rows:
+        author = by_name[name]
+        for space_id, keys in tail_keys(author.workdir, author.info("id"), lsns).items():
+            space = author.eval("local s = box.space[...] return s and s.name", space_id)
+            if space in acked and keys & acked[space]:
+                report.problems.append(f"{name}: acknowledged keys in its deposed tail: "
+                                       f"{sorted(keys & acked[space])[:SHOWN]}")
+            for node in nodes:
+                present = [key for key in sorted(keys) if node.eval(
+                    "return box.space[...]:get{select(2, ...)} ~= nil", space_id, key)]
+                if present:
+                    report.problems.append(f"{node.name}: keys of {name}'s deposed tail "
+                                           f"not rolled back: {present[:SHOWN]}")
 
 
 def compare_space(report: Report, nodes: list[Node], space: str, space_id: int,

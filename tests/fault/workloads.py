@@ -11,6 +11,10 @@ Every write's outcome is what its client saw:
   w * KEY_STRIDE + 1, + 2, ...) into one space, each writer bound to one target node
   (writers are spread over the targets: one target is a set on a master, two are
   master-master writers, each master its own keys).
+  With `follow_leader`, the writers instead write through whichever of the
+  targets is the elected leader (box.info.election) and writable: after any error
+  (ER_READONLY from a node that is no longer leader, a lost connection) a writer
+  looks for the leader again.
 * `RegisterWorkload`: one key of a sync space written with increasing values by one
   writer while a reader reads it back: a read never returns less than the value
   acknowledged before the read began, and at the end every node holds a value no
@@ -142,19 +146,69 @@ class _SetWriter(_Client):
             self.acked.append(key)
 
 
+_WRITABLE_LEADER = "return box.info.election.state == 'leader' and not box.info.ro"
+
+
+class _LeaderSetWriter(_SetWriter):
+    """A set writer whose target is whichever of `nodes` is the writable leader
+    (2.6.3 has no "not the leader" error: a follower answers ER_READONLY)."""
+
+    def __init__(self, nodes: list[Node], stop: threading.Event, space_id: int, number: int,
+                 rate: float):
+        super().__init__(nodes[0], stop, space_id, number, rate)
+        self.nodes = nodes
+
+    def connection(self) -> tarantool.Connection | None:
+        if self.conn is None:
+            self.conn = self.find_leader()
+            if self.conn is None:
+                self.stop.wait(RECONNECT_PAUSE)    # no leader yet: an election runs
+        return self.conn
+
+    def find_leader(self) -> tarantool.Connection | None:
+        for node in self.nodes:
+            try:
+                conn = connect(node)
+            except Exception as exc:     # noqa: BLE001 - a killed node: the next one
+                self.errors["connect " + error_name(exc)] += 1
+                continue
+            try:
+                writable = conn.eval(_WRITABLE_LEADER).data[0]
+            except Exception as exc:     # noqa: BLE001 - it died meanwhile
+                self.errors["find " + error_name(exc)] += 1
+                writable = False
+            if writable:
+                self.node = node
+                return conn
+            close_quietly(conn)
+        return None
+
+    def failed(self, exc: BaseException) -> None:
+        """Any error: the leader may have changed (or died), look for it again."""
+        super().failed(exc)
+        close_quietly(self.conn)
+        self.conn = None
+
+
 class SetWorkload:
     """`writers` threads inserting unique keys into `space` on the `targets`
-    (writer i writes to targets[i % len(targets)]); each at most `rate` writes a
-    second when `rate` is set, else as fast as its target answers."""
+    (writer i writes to targets[i % len(targets)], or with `follow_leader` to
+    whichever target is the leader); each at most `rate` writes a second when
+    `rate` is set, else as fast as its target answers."""
 
-    def __init__(self, targets: list[Node], space: str, writers: int, rate: float = 0):
+    def __init__(self, targets: list[Node], space: str, writers: int, rate: float = 0,
+                 follow_leader: bool = False):
         self.targets = targets
         self.space = space
         self.stop_event = threading.Event()
         space_id = targets[0].eval("return box.space[...].id", space)
-        self.writers = [_SetWriter(targets[i % len(targets)], self.stop_event, space_id, i + 1,
-                                   rate)
-                        for i in range(writers)]
+        if follow_leader:
+            self.writers = [_LeaderSetWriter(targets, self.stop_event, space_id, i + 1, rate)
+                            for i in range(writers)]
+        else:
+            self.writers = [_SetWriter(targets[i % len(targets)], self.stop_event, space_id,
+                                       i + 1, rate)
+                            for i in range(writers)]
 
     def start(self) -> "SetWorkload":
         for writer in self.writers:
