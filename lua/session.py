@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from spindle.core import log
 from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.iproto.msgpack import MsgpackRaw, packb
 from spindle.core.net.session import ADMIN, SessionUser, Session, current_session
@@ -56,7 +57,8 @@ define('push', function(...)
         error('Usage: box.session.push(data)', 0)
     end
     local value = ...
-    if native.type() == 'console' then
+    local kind = native.type()
+    if kind == 'console' or kind == 'repl' then
         -- the console formats the Lua value and writes it: the write may block
         return wait(console_push, {value})
     end
@@ -241,6 +243,9 @@ class SessionModule:
         session = self._find(sid)
         if session is None:
             raise _plain_error("session.peer(): session does not exist")
+        if session.type == "repl":      # its fd is standard input or output
+            log.say(log.SYSERROR, "getpeername: Socket operation on non-socket")
+            raise _plain_error("session.peer(): getpeername() failed")
         return session.peer or None
 
     def _unsupported_push(self, session: Session) -> Multi:

@@ -116,6 +116,7 @@ class Launcher:
                 print(exc.message)
                 self.instance.exit_code = 1
                 return
+        self.instance.console.enter_repl(engine)     # box.session.type() == 'repl'
         self._run_console(engine)
 
     def _run_console(self, engine) -> None:

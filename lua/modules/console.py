@@ -20,9 +20,11 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from spindle.core import log
-from spindle.core.fiber.coio import CoSocket, address_text, listen, listen_unix, run_in_thread
+from spindle.core.fiber.coio import (
+    CoSocket, SocketError, address_text, listen, listen_unix, run_in_thread,
+)
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
-from spindle.core.net.session import ADMIN, SESSION_KEY, Session, format_peer
+from spindle.core.net.session import ADMIN, SESSION_KEY, Session, current_session, format_peer
 from spindle.core.version import TARANTOOL_VERSION
 from spindle.lua.instance import ExitRequested
 
@@ -311,24 +313,65 @@ class ConsoleModule:
             return text[:-2] + self.lua_eos
         return text
 
-    def push(self, conn: CoSocket, engine: ConsoleEngine, packed) -> Any:
-        """box.session.push(value) in a console session: the value goes to the client
-        at once, as 2.6.0 writes it — a YAML document tagged !push!, or in Lua output
-        '-- Push' and the value's line, with the end-of-stream marker — and the
-        statement's reply follows later. `packed` is {value} (a Lua table)."""
+    def push_text(self, engine: ConsoleEngine, packed) -> str | None:
+        """box.session.push(value) in a console session as 2.6.0 writes it at once
+        (the statement's reply follows later): a YAML document tagged !push!, or in Lua
+        output '-- Push' and the value's line, with the end-of-stream marker. `packed`
+        is {value} (a Lua table); None for nil in Lua output, which 2.6.0 fails on."""
         from spindle.lua.render import yaml_document
         if engine.output == "lua":
             if packed[1] is None:     # (box.NULL is not nil: it shows as box.NULL)
-                return Multi((None, PUSH_NIL_ERROR))    # nothing written, as there
+                return None
             display = display_table(self.runtime, packed, 1, null=NULL)[0]
-            text = "-- Push\n" + self.wire_text(engine, engine._reply(values=[display]))
-        else:
-            text = yaml_document(display_table(self.runtime, packed, 1)[0], PUSH_TAG)
+            return "-- Push\n" + self.wire_text(engine, engine._reply(values=[display]))
+        return yaml_document(display_table(self.runtime, packed, 1)[0], PUSH_TAG)
+
+    def push(self, conn: CoSocket, engine: ConsoleEngine, packed) -> Any:
+        """A push in a console.listen session: to its client."""
+        text = self.push_text(engine, packed)
+        if text is None:
+            return Multi((None, PUSH_NIL_ERROR))    # nothing written, as there
         try:
             conn.write(text.encode("utf-8", "surrogateescape"))
         except OSError:
             raise ClientError(ErrorCode.ER_SESSION_CLOSED) from None
         return True
+
+    def push_local(self, session: Session, engine: ConsoleEngine, packed) -> Any:
+        """A push in the local console's `repl` session: written to the session's
+        fd (a blocking write, so in a helper thread); a failed write is returned as
+        2.6.0's SocketError, not raised."""
+        text = self.push_text(engine, packed)
+        if text is None:
+            return Multi((None, PUSH_NIL_ERROR))
+        data = text.encode("utf-8", "surrogateescape")
+        try:
+            sys.stdout.flush()      # (what the front end printed goes first)
+            while data:
+                data = data[run_in_thread(self.sched, os.write, session.fd, data):]
+        except OSError as exc:
+            error = SocketError(f"write, called on fd {session.fd}")
+            error.errno = exc.errno or 0
+            return Multi((None, self.runtime.error_to_lua(error)))
+        return True
+
+    def enter_repl(self, engine: ConsoleEngine) -> None:
+        """The calling fiber's session becomes the local console's, of type `repl`
+        (2.6.0's console.start does so): made with fd 1 (standard output) when the
+        fiber has none yet; an existing background session keeps its id and its
+        console fd reads 0 (standard input, which a terminal also writes to), as in
+        2.6.0. box.session.push() in it writes to that fd."""
+        fiber = self.sched.current
+        session = current_session(fiber)
+        if session is None:
+            session = Session(self.sched, "", ADMIN)
+            session.fd = 1
+            session.bind(fiber)
+        elif session.type == "background":
+            session.fd = 0
+        session.type = "repl"
+        session.console_push = lambda packed: self.push_local(session, engine, packed)
+        engine.statement_storage[SESSION_KEY] = session     # (statements run in fibers)
 
     # ----------------------------------------------------------------- eval
 
@@ -424,6 +467,7 @@ class ConsoleModule:
                 self.runtime.call(hook, state)
                 if state[b"running"] is False:
                     return
+            self.enter_repl(engine)
             frontend(engine)
         finally:
             self.started = False
