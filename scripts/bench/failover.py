@@ -1,0 +1,128 @@
+"""Election failover (issue 25): Spindle and Tarantool 2.6.3 side by side in one run.
+
+    .venv/bin/python scripts/bench/failover.py [--kills N]
+
+For each kind, three nodes of that kind, all election_mode = 'candidate',
+replication_timeout = 0.25 and election_timeout = 1 (tests/integration/election.py's
+settings), a sync space (replication_synchro_quorum = 2). Then N times: with one
+leader agreed by all and every node following every other, the leader is killed
+with -9, and the clock runs from just before the kill until a synchronous insert
+is accepted by one of the survivors (each is tried in turn over a connection
+opened before the kill; a follower answers ER_READONLY at once, and an accepted
+insert has its quorum). The old leader is then started again and the set settles
+before the next kill. Printed: median, p90, min and max of the N times per kind,
+their ratio, and the load average before and after (the time is death detection
+— 4 × replication_timeout of silence — plus the election timeout's wait and the
+vote round, the WAL writes of term and vote, and the new leader's PROMOTE).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import tarantool
+from bench_setup import ROOT, compile_bytecode, print_side_by_side
+
+sys.path.insert(0, str(ROOT / "tests"))
+from integration.cluster import Cluster, Node, wait_for  # noqa: E402
+from integration.election import (  # noqa: E402
+    ORACLE_2_6_3, add_nodes, agreed_leader, full_mesh, start_all, wait_leader,
+)
+
+PROBE_PAUSE = 0.002       # between two rounds of tries over the survivors
+SETTLE_TIMEOUT = 120.0
+SYNC_SPACE = ("box.schema.space.create('sync', {is_sync = true, if_not_exists = true}) "
+              "box.space.sync:create_index('pk', {if_not_exists = true})")
+
+
+def connect(node: Node) -> tarantool.Connection:
+    return tarantool.Connection("127.0.0.1", node.port, socket_timeout=10,
+                                reconnect_max_attempts=0, connect_now=True)
+
+
+def first_accepted_write(survivors: list[Node], key: int, started: float) -> float:
+    """Seconds from `started` until a survivor accepts a sync insert of `key`."""
+    conns = {node.name: connect(node) for node in survivors}
+    try:
+        deadline = started + SETTLE_TIMEOUT
+        while time.monotonic() < deadline:
+            for node in survivors:
+                try:
+                    conns[node.name].insert("sync", (key, node.name))
+                except tarantool.error.DatabaseError:
+                    continue           # ER_READONLY: not (yet) the writable leader
+                return time.monotonic() - started
+            time.sleep(PROBE_PAUSE)
+        raise AssertionError(f"no write accepted within {SETTLE_TIMEOUT} s")
+    finally:
+        for conn in conns.values():
+            conn.close()
+
+
+def settle(nodes: list[Node]) -> Node:
+    """Until every node runs, follows every other and names one same leader."""
+    wait_for(lambda: all(full_mesh(node, len(nodes)) for node in nodes), SETTLE_TIMEOUT,
+             "every node running and following every other")
+    leader = wait_leader(nodes, SETTLE_TIMEOUT)
+    wait_for(lambda: leader.eval("return box.info.ro") is False, SETTLE_TIMEOUT,
+             f"the leader {leader.name} to be writable")
+    wait_for(lambda: agreed_leader(nodes) is leader, SETTLE_TIMEOUT, "one leader agreed")
+    return leader
+
+
+def measure(cluster: Cluster, kind: str, kills: int) -> list[float]:
+    nodes = add_nodes(cluster, [kind] * 3)
+    start_all(nodes)
+    settle(nodes).eval(SYNC_SPACE)
+    times = []
+    for number in range(1, kills + 1):
+        leader = settle(nodes)
+        survivors = [node for node in nodes if node is not leader]
+        started = time.monotonic()
+        leader.kill()
+        times.append(first_accepted_write(survivors, number, started))
+        print(f"  {kind} kill {number}: {leader.name} killed, a write accepted after "
+              f"{times[-1]:.3f} s", flush=True)
+        leader.start(wait=False)
+        leader.wait_ready(SETTLE_TIMEOUT)
+    for node in nodes:
+        node.stop()
+    return times
+
+
+def summary(times: list[float]) -> dict[str, float]:
+    ordered = sorted(times)
+    return {"median, s": statistics.median(ordered),
+            "p90, s": ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))],
+            "min, s": ordered[0], "max, s": ordered[-1]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--kills", type=int, default=20)
+    args = parser.parse_args()
+    if not os.access(os.environ.get("TARANTOOL_2_6_3") or ORACLE_2_6_3, os.X_OK):
+        sys.exit(f"Tarantool 2.6.3 is not at {ORACLE_2_6_3} (set TARANTOOL_2_6_3)")
+    compile_bytecode()
+    load_before = os.getloadavg()
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for kind, column in (("tarantool-2.6.3", "tarantool"), ("spindle", "spindle")):
+            (Path(tmp) / kind).mkdir()
+            with Cluster(Path(tmp) / kind) as cluster:
+                results[column] = summary(measure(cluster, kind, args.kills))
+    load_after = os.getloadavg()
+    print(f"kill -9 of the leader to the first accepted sync write, {args.kills} kills "
+          "(Tarantool = 2.6.3)")
+    print_side_by_side(results, ",.3f")
+    print("load average before: {:.2f} {:.2f} {:.2f}, after: {:.2f} {:.2f} {:.2f}".format(
+        *load_before, *load_after))
+
+
+if __name__ == "__main__":
+    main()
