@@ -54,6 +54,10 @@ class InstanceApi(Protocol):
     def read_only(self) -> bool:
         ...
 
+    def check_writable(self, space: Any) -> None:
+        """ER_READONLY for a write to `space` (box_process1's rule)."""
+        ...
+
     @property
     def instance_id(self) -> int:
         """This instance's id in `_cluster`, 0 while it has none."""

@@ -22,9 +22,14 @@ end
 
 -- Tarantool's serializer rule: a table whose keys are 1..n is an array; a sparse one
 -- stays an array while it is not too sparse (max key <= 10, or <= 2 x the key count).
+-- A __serialize function stands for the table: ('serialize', what it returned), as
+-- 2.6.0's luaL_tofield calls it for every encoder (MsgPack, IPROTO results, JSON).
 local function classify(t)
     local mt = getmetatable(t)
     local hint = mt and mt.__serialize
+    if type(hint) == 'function' then
+        return 'serialize', hint(t)
+    end
     if hint == 'map' or hint == 'mapping' then
         return 'map'
     end

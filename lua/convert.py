@@ -87,6 +87,8 @@ class Converter:
     def _table_to_py(self, table) -> Any:
         shape = self._classify(table)
         if isinstance(shape, tuple):      # ('array', size[, the elements...])
+            if shape[0] == b"serialize":  # ('serialize', what __serialize returned)
+                return self.to_py(shape[1])
             size = shape[1]
             to_py = self.to_py
             if len(shape) == size + 2:

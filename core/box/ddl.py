@@ -71,7 +71,8 @@ class Ddl(SequenceDdl, UserDdl):
     def __init__(self, engine: Any, schema: Any, current_user_id: Callable[[], int], *,
                  session_user_id: Callable[[], int] | None = None,
                  access: Access | None = None, atomic: bool = True,
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.time,
+                 check_writable: Callable[[Any], None] | None = None):
         self.engine = engine
         self.schema = schema
         self.current_user_id = current_user_id
@@ -79,6 +80,7 @@ class Ddl(SequenceDdl, UserDdl):
         self.access = access
         self.atomic = atomic
         self.clock = clock
+        self.check_writable = check_writable    # ER_READONLY, before access (box_process1)
         self._su: list[int] = []
         self.checks = AlterChecks(engine, schema, access, self._euid)
 
@@ -113,6 +115,8 @@ class Ddl(SequenceDdl, UserDdl):
         """One DML statement on a system space: write access (box_process1), then the
         checks of its C trigger, then the statement."""
         space = self.engine.space(space_id)
+        if self.check_writable is not None:
+            self.check_writable(space)
         if self.access is not None:
             self.access.check_space(self._euid(), space, Priv.W)
         if check is not None:

@@ -23,6 +23,12 @@ The budgets, each with its reason:
   tuple's framing). Reading a file block and sending its rows each take a few ms:
   the loop gets the CPU back between them, well under the watchdog's 50 ms, while a
   slice long enough for a few sends keeps the relay's per-yield cost small.
+* `RECOVERY_SLICE` (10 ms) — local recovery at start-up (checked after each xlog or
+  snapshot block, never inside a transaction). 2.6.0 listens before it recovers and
+  yields every 32000 WAL rows (100000 snapshot rows), so a client or a peer gets
+  answers while the instance loads (box.info.status 'loading', writes refused as
+  read-only), and signals are handled; Spindle recovers ~50k rows per CPU second, so
+  a time budget keeps those answers as prompt as 2.6.0's.
 
 Loops that yield after a count of items rather than a time are batch boundaries,
 not time slices (each yield is unconditional and ends a unit of work), and keep
@@ -39,6 +45,7 @@ from typing import Any
 
 APPLIER_SLICE = 0.001
 RELAY_SLICE = 0.010
+RECOVERY_SLICE = 0.010
 
 
 class TimeSlice:

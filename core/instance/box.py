@@ -30,6 +30,7 @@ from spindle.core.box.row_apply import (
 from spindle.core.box.schema import Schema, load_bootstrap_rows
 from spindle.core.box.txn import Engine, Statement, Txn
 from spindle.core.fiber import Cond
+from spindle.core.fiber.timeslice import RECOVERY_SLICE, TimeSlice
 from spindle.core.iproto.constants import is_synchro
 from spindle.core.iproto.errors import ClientError, ErrorCode, TimedOut
 from spindle.core.iproto.msgpack import ext_hook
@@ -91,6 +92,8 @@ class Box:
         self.started_at = time.monotonic()
         # fn(RecoveryProgress) after every recovered block: the console draws a bar
         self.on_recovery_progress: list[Callable[[RecoveryProgress], None]] = []
+        self._recovery_slice: TimeSlice | None = None     # while start() recovers
+        self._recovering: RecoveryProgress | None = None  # the newest report of it
 
     # ------------------------------------------------------------ start-up
 
@@ -130,6 +133,11 @@ class Box:
         for directory in (memtx_dir, wal_dir):
             os.makedirs(directory, exist_ok=True)
         self.status = "loading"
+        # As 2.6.0 while it loads: requests are served between the recovery's time
+        # slices (_recovery_progress), and writes refused as read-only (there is
+        # no WAL to take them yet), until the WAL starts.
+        self.set_read_only("loading", True)
+        self._recovery_slice = TimeSlice(self.sched, RECOVERY_SLICE)
         result = recover(memtx_dir, wal_dir, self._apply_snapshot_row, self._apply_wal_tx,
                          bool(cfg.get("force_recovery")),
                          instance_uuid=cfg.get("instance_uuid"),
@@ -149,6 +157,7 @@ class Box:
                                   self.schema.replicaset_uuid)
             startup.box_sync_replication(self, False)
         self._start_wal(wal_dir, memtx_dir, vclock, checkpoints)
+        self.set_read_only("loading", False)
         limbo_txn.limbo_after_recovery(self)
         self.set_read_only("config", bool(cfg.get("read_only")))
         self.status = "orphan" if self.orphan else "running"
@@ -195,8 +204,15 @@ class Box:
     # ------------------------------------------------------------- recovery
 
     def _recovery_progress(self, progress: RecoveryProgress) -> None:
+        """After every block recovered (never inside a transaction): the hooks, and
+        a yield once the slice is used, as 2.6.0 yields every 32000 WAL rows."""
         for hook in self.on_recovery_progress:
             hook(progress)
+        self._recovering = progress
+        if self.instance_uuid is None:
+            self.instance_uuid = progress.instance_uuid
+        if self._recovery_slice is not None:
+            self._recovery_slice.maybe_yield()
 
     def _checkpoint_view(self) -> Iterable:
         """What a checkpoint writes: the spaces, then the Raft state (when election
@@ -242,7 +258,10 @@ class Box:
 
     @property
     def vclock(self) -> VClock:
-        return self.wal.vclock if self.wal is not None else VClock()
+        if self.wal is not None:
+            return self.wal.vclock
+        # while it loads, what recovery has reached (2.6.0's instance_vclock then)
+        return self._recovering.vclock if self._recovering is not None else VClock()
 
     # ------------------------------------------------------------- read-only
 
@@ -294,6 +313,13 @@ class Box:
     @property
     def read_only(self) -> bool:
         return bool(self.read_only_reasons)
+
+    def check_writable(self, space) -> None:
+        """box_process1's rule, before any access check: ER_READONLY for a write to
+        `space` while the instance is read-only, unless the space is temporary or
+        local. (Hot paths ask `read_only_reasons` first.)"""
+        if self.read_only_reasons and not space.is_temporary and not space.is_local:
+            raise ClientError(ErrorCode.ER_READONLY)
 
     # ---------------------------------------------------------- checkpoints
 

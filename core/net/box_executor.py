@@ -93,6 +93,17 @@ class BoxExecutor(IprotoExecutor):
 
     @property
     def box(self) -> InstanceApi:
+        """The box of requests that 2.6.0 serves while it recovers (SELECT, CALL,
+        EVAL, DML, which the box then refuses as read-only): box.cfg has begun."""
+        box = self._box_provider()
+        if box is None or box.status == "unconfigured":
+            raise LoadingError()
+        return box
+
+    @property
+    def loaded_box(self) -> InstanceApi:
+        """The box of requests that 2.6.0 refuses with ER_LOADING until box.cfg is
+        done (AUTH, JOIN, SUBSCRIBE, REGISTER, FETCH_SNAPSHOT: `is_box_configured`)."""
         box = self._box_provider()
         if box is None or box.status in ("unconfigured", "loading"):
             raise LoadingError()
@@ -121,7 +132,7 @@ class BoxExecutor(IprotoExecutor):
 
     def find_user(self, name: str) -> AuthUser | None:
         REQUESTS[_AUTH] += 1                          # box_process_auth counts them all
-        user = self.box.schema.user_by_name(name)
+        user = self.loaded_box.schema.user_by_name(name)
         if user is None or user.type != "user":
             return None
         return AuthUser(user.id, user.name, user.password_hash)
@@ -241,8 +252,8 @@ class BoxExecutor(IprotoExecutor):
         space = box.engine.find_space(request.space_id)
         if space is None:
             raise ClientError(ErrorCode.ER_NO_SUCH_SPACE, str(request.space_id))
-        if not space.is_temporary and box.read_only:
-            raise ClientError(ErrorCode.ER_READONLY)
+        if box.read_only_reasons:
+            box.check_writable(space)
         self._check_space(box, session.euid, space, _W)
         if space.engine == "sysview":
             raise ClientError(ErrorCode.ER_VIEW_IS_RO, space.name)

@@ -93,7 +93,7 @@ def _hand_consumer(box: ReplicationInstanceApi, uuid: str, consumer) -> None:
 
 def box_process_join(executor, session, request, stream) -> None:
     join = decode_join(request.row)
-    box = executor.box                            # ER_LOADING until box.cfg is done
+    box = executor.loaded_box                     # ER_LOADING until box.cfg is done
     uuid = join.instance_uuid
     check_not_self(box, uuid)
     access = executor.access
@@ -135,7 +135,7 @@ def send_final_stage(box: ReplicationInstanceApi, stream, sync: int, start, stop
 # ---------------------------------------------------------- FETCH_SNAPSHOT
 
 def box_process_fetch_snapshot(executor, session, request, stream) -> None:
-    box = executor.box
+    box = executor.loaded_box
     executor.access.check_universe(session.euid, Priv.R)
     box_check_wal_mode(box)
     sync = request.sync
@@ -150,7 +150,7 @@ def box_process_fetch_snapshot(executor, session, request, stream) -> None:
 
 def box_process_register(executor, session, request, stream) -> None:
     register = decode_register(request.row)
-    box = executor.box
+    box = executor.loaded_box
     uuid = register.instance_uuid
     check_not_self(box, uuid)
     access = executor.access
@@ -179,7 +179,7 @@ def box_process_register(executor, session, request, stream) -> None:
 
 def box_process_subscribe(executor, session, request, stream) -> None:
     sub = decode_subscribe(request.row)
-    box = executor.box
+    box = executor.loaded_box
     uuid = sub.instance_uuid
     check_not_self(box, uuid)
     if box.cfg.get("replication_anon") and not sub.anon:

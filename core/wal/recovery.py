@@ -67,6 +67,10 @@ class RecoveryProgress:
     rows: int             # rows read so far, all files
     bytes_done: int
     bytes_total: int
+    # what the instance is while it loads (box.info shows them, as 2.6.0's): the
+    # live vclock of recovery (the snapshot's, then each transaction's), and the UUID
+    vclock: VClock
+    instance_uuid: str | None
 
     @property
     def fraction(self) -> float:
@@ -189,8 +193,10 @@ class _Recovery:
 
     def _report(self, phase: str, path: str, file_done: int, file_base: int) -> None:
         if self.progress is not None:
+            result = self.result
             self.progress(RecoveryProgress(phase, path, self.rows, file_base + file_done,
-                                           self.bytes_total))
+                                           self.bytes_total, result.vclock,
+                                           result.instance_uuid))
 
     def _log_skipped(self, reader: XlogReader, reported: int, path: str) -> int:
         for err in reader.skipped[reported:]:
@@ -396,8 +402,8 @@ def recover(memtx_dir: str, wal_dir: str, apply_snapshot_row: Callable[[XRow], N
     `apply_snapshot_row(row)` gets every snapshot row, `apply_row(rows)` every xlog
     transaction not yet covered by the vclock. `instance_uuid`, when the configuration
     names one, must match the snapshot's. `progress` is called after every block.
-    Runs in the calling thread and does not yield: box runs it before the loop serves
-    anyone (or in a thread of its own).
+    Runs in the calling fiber; it yields only if `progress` does (box's yields once
+    per time slice, between blocks, so the instance answers while it loads).
     """
     return _Recovery(memtx_dir, wal_dir, apply_snapshot_row, apply_row, force_recovery,
                      instance_uuid, progress).run()

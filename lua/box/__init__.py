@@ -100,7 +100,8 @@ class BoxStorage:
         # functional indexes call persistent functions through the engine's hook
         self.box.engine.functions.call = lambda *args: self.funcs.index_call(*args)
         self.ddl = Ddl(self.box.engine, self.box.schema, self.euid,
-                       session_user_id=self.uid, access=self.access)
+                       session_user_id=self.uid, access=self.access,
+                       check_writable=self.box.check_writable)
 
     def euid(self) -> int:
         """The effective user of the running fiber's session (admin without one)."""
@@ -187,6 +188,12 @@ class BoxStorage:
         self._set_memtx_memory(values["memtx_memory"])   # recovery obeys it too
         self.box.engine.arena.set_max_tuple_size(values["memtx_max_tuple_size"])
         try:
+            # box.info, box.schema, box.begin... are there while the box loads, as in
+            # 2.6.0 (load_cfg puts them back before box_cfg): on_schema_init triggers,
+            # and what runs while recovery yields (an EVAL, another fiber), use them
+            self.spaces.install()            # box.space follows the catalogue from now
+            for install in self._installers:
+                install()
             self._run_schema_init()
             self.box.start(values)
         except BaseException as exc:
@@ -198,9 +205,6 @@ class BoxStorage:
         self.started = True
         config = self.module.config
         config.set_runtime_uuids(self.box.instance_uuid, self.box.schema.replicaset_uuid)
-        self.spaces.install()
-        for install in self._installers:
-            install()
         self.sequence.install()          # (its objects are blessed by box.schema)
         self.stat.install()
 

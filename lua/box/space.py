@@ -38,7 +38,6 @@ from spindle.core.box.index import HashIndex, TreeIndex, _REVERSE
 from spindle.core.box.space import NULL_TUPLE, Space
 from spindle.core.box.stat import REQUESTS
 from spindle.core.iproto.constants import IprotoType, IteratorType
-from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.net.session import SESSION_KEY
 
 from ..errors import LuaError
@@ -148,8 +147,8 @@ class SpaceApi:
         if space is None:
             space = engine.space(self._to_py(space_id))
         # (as box_process1: the read-only refusal first, then write access)
-        if box.read_only_reasons and not space.is_temporary and not space.is_local:
-            raise ClientError(ErrorCode.ER_READONLY)
+        if box.read_only_reasons:
+            box.check_writable(space)
         self._check(space, _W)
         return space
 

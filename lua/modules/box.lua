@@ -143,6 +143,8 @@ local function configure(options)
     local values = wait(blocking.configure, options)
     refresh(values)
 end
+-- the first box.cfg shows its values while the box loads, as 2.6.0's load_cfg
+blocking.refresh = refresh
 
 cfg_mt.__call = function(_, options) return configure(options) end
 cfg_mt.__serialize = function(cfg)

@@ -12,6 +12,7 @@ from typing import Any, Callable
 from spindle.core import log
 from spindle.core.box import stat
 from spindle.core.box.cfg import Config
+from spindle.core.fiber import Cond
 from spindle.core.iproto.errors import LUA_HIDDEN_CODES, MESSAGES, ErrorCode
 from spindle.core.version import VERSION_STRING
 
@@ -38,6 +39,7 @@ class BoxModule:
         # hooks run once after the first successful box.cfg (storage bootstrap...)
         self.on_first_configure: list[Callable[[dict], None]] = []
         self.on_first_configure_failed: list[Callable[[], None]] = []
+        self._first_cfg: Cond | None = None       # while the first box.cfg runs
         natives = {
             "template": lambda code: MESSAGES.get(int(code), "Unknown error"),
             "last_error": self._last_error,
@@ -51,9 +53,10 @@ class BoxModule:
         codes = {member.name[3:]: int(member) for member in ErrorCode
                  if member not in LUA_HIDDEN_CODES}
         chunk = runtime.load(read_source("modules/box.lua"), "@box.lua")
+        self._blocking = runtime.table({"configure": self._configure})
         self.lua_module = chunk(
             runtime.table(bridges),
-            runtime.table({"configure": self._configure}),
+            self._blocking,
             runtime.wait, runtime.convert.NULL, runtime.to_lua(codes),
             runtime._error_helpers)
         # The database and the rest of the box table (lua/box): box.cfg starts it.
@@ -64,6 +67,20 @@ class BoxModule:
     # ------------------------------------------------------------------ box.cfg
 
     def _configure(self, options=None) -> Any:
+        """box.cfg(options). As 2.6.0's `locked`, a call from another fiber while
+        the first one loads the box (its recovery yields) waits for it to end."""
+        while self._first_cfg is not None:
+            self._first_cfg.wait()
+        if self.config.configured:
+            return self._configure_locked(options)
+        self._first_cfg = Cond(self.runtime.sched)
+        try:
+            return self._configure_locked(options)
+        finally:
+            done, self._first_cfg = self._first_cfg, None
+            done.broadcast()
+
+    def _configure_locked(self, options) -> Any:
         options = self.runtime.to_py(options) if options is not None else None
         if isinstance(options, list) and not options:
             options = {}
@@ -95,6 +112,10 @@ class BoxModule:
                         if name not in early:
                             self._apply(name, value)
                 self.storage.process.start()  # detach (background), write the pid
+                # box.cfg is the table of values while the box loads (recovery
+                # yields): what runs meanwhile reads it, or calls it and waits
+                self.runtime.invoke(self._blocking[b"refresh"],
+                                    lua_cfg_values(self.config.as_dict()))
                 self.storage.start(values)    # returns when the box is up
             except BaseException:
                 self.config = Config()        # a failed first box.cfg leaves nothing

@@ -44,6 +44,14 @@ function ret_nil() return nil end
 function ret_map() return {a = 1} end
 function ret_tuple() return box.tuple.new({7, 'x'}) end
 function ret_fn() return function() end end
+-- a __serialize function stands for its table (luaL_tofield): box.info is one
+function ret_serialized()
+    return setmetatable({}, {__serialize = function() return {1, {a = 2}} end})
+end
+function ret_info_shape()
+    local info = box.info
+    return type(info), info.status, info.id
+end
 function whoami() return box.session.user(), box.session.type(), box.session.uid(),
                          box.session.euid() end
 function whoami_setuid() return box.session.user(), box.session.uid(), box.session.euid() end
@@ -75,7 +83,8 @@ ITERATORS = {"EQ": 0, "REQ": 1, "ALL": 2, "LT": 3, "LE": 4, "GE": 5, "GT": 6,
              "BITS_ALL_SET": 7, "BITS_ANY_SET": 8, "BITS_ALL_NOT_SET": 9, "OVERLAPS": 10,
              "NEIGHBOR": 11, "12 (invalid)": 12}
 CALLS = ["echo", "multi", "ret_table", "ret_tuples", "ret_mixed", "ret_empty", "ret_nothing",
-         "ret_nil", "ret_map", "ret_tuple", "ret_fn", "fail", "fail_box", "fail_nil",
+         "ret_nil", "ret_map", "ret_tuple", "ret_fn", "ret_serialized", "ret_info_shape",
+         "fail", "fail_box", "fail_nil",
          "whoami", "txn_open", "mod.sub.f", "obj:m", "obj.m", "mod:sub", "mod.sub.g",
          "nosuch", "box.info.ro", "box.session.user", "double", "whoami_setuid"]
 
