@@ -133,8 +133,12 @@ class SnapshotRows:
                     space.insert(tup)
             except ClientError as exc:
                 txns.rollback()
-                if exc.code == ErrorCode.ER_INVALID_MSGPACK:    # as in _apply_rows
+                if exc.code == ErrorCode.ER_INVALID_MSGPACK and start == 0:
+                    # as in _apply_rows: the stream is at fault, and with nothing of
+                    # the stage applied yet the JOIN is tried again on a clean engine
                     raise StreamError(exc) from exc
+                # earlier batches are in: a retry would meet them (ER_TUPLE_FOUND),
+                # so the applier stops and the bootstrap fails, as 2.6.0's does
                 raise
             except BaseException:
                 txns.rollback()

@@ -137,3 +137,36 @@ def test_a_value_no_index_can_order_reconnects_and_applies_nothing_of_its_transa
     assert not any(row[0] in (21, 22) for row in rows_then)     # none of its transaction
     assert [21, "x", decimal.Decimal(2)] in rows and [22, "bad", raw_ext(1, b"")] in rows
     assert [r.lsn for r in wal_rows(tmp_path)] == [15, 16, 17]
+
+
+def _joined_rows(count: int, bad_at: int) -> list[tuple[int, list]]:
+    rows = [(600, [i, i]) for i in range(count)]
+    rows[bad_at] = (600, [bad_at, raw_ext(1, b"")])      # no number index orders it
+    return rows
+
+
+def test_a_snapshot_row_no_index_can_order_retries_the_join_only_while_nothing_is_in(sched):
+    """The first batch of an initial JOIN's rows refused: nothing of the stage is in,
+    the stream is at fault, the JOIN is tried again (StreamError). A later batch
+    refused: earlier ones are in and a retry would meet them, so the error stops
+    the applier (and the bootstrap), as 2.6.0's does."""
+    from spindle.core.replication.apply import SNAPSHOT_BATCH, SnapshotRows, StreamError
+    from spindle.core.iproto.errors import ClientError
+
+    def attempt(bad_at):
+        box = new_box(sched)
+        space = box.engine.create_space(600, "numbers")
+        space.create_index(IndexDef(0, "pk", parts=[KeyPart(0, "unsigned")]))
+        space.create_index(IndexDef(1, "n", parts=[KeyPart(1, "number")]))
+        snapshot = SnapshotRows()
+        snapshot.items = _joined_rows(2 * SNAPSHOT_BATCH, bad_at)
+        try:
+            snapshot.apply(box)
+        except (StreamError, ClientError) as exc:
+            return type(exc), space.len()
+        return None, space.len()
+
+    first = run(sched, lambda: attempt(SNAPSHOT_BATCH // 2))
+    later = run(sched, lambda: attempt(SNAPSHOT_BATCH + 5))
+    assert first == (StreamError, 0)
+    assert later == (ClientError, SNAPSHOT_BATCH)
