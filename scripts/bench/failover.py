@@ -64,6 +64,43 @@ def first_accepted_write(survivors: list[Node], key: int, started: float) -> flo
             conn.close()
 
 
+def log_times(node: Node, since: float, marks: tuple[str, ...]) -> dict[str, float]:
+    """The wall-clock time of the first line with each mark in the node's log
+    after `since` (seconds since the epoch; the log's stamps are local time)."""
+    found: dict[str, float] = {}
+    for line in node.output().splitlines():
+        mark = next((m for m in marks if m in line and m not in found), None)
+        if mark is None:
+            continue
+        try:
+            stamp = time.mktime(time.strptime(line[:19], "%Y-%m-%d %H:%M:%S"))
+            stamp += float(line[19:23])
+        except ValueError:
+            continue
+        if stamp >= since:
+            found[mark] = stamp
+    return found
+
+
+BEGIN, LEADER = "RAFT: begin new election round", "RAFT: enter leader state"
+
+
+def breakdown(survivors: list[Node], killed_at: float, total: float) -> str:
+    """Where the time went, from the survivors' logs: until the first one began
+    an election round (death detection), until one became leader (the vote),
+    and the rest (the leader writable, its first write accepted)."""
+    begins, leaders = [], []
+    for node in survivors:
+        times = log_times(node, killed_at, (BEGIN, LEADER))
+        begins += [times[BEGIN]] if BEGIN in times else []
+        leaders += [times[LEADER]] if LEADER in times else []
+    if not begins or not leaders:
+        return "(no election round in the logs)"
+    began, led = min(begins) - killed_at, max(leaders) - killed_at
+    return (f"detection {began:.3f} s, vote {led - began:.3f} s, "
+            f"first write {total - led:.3f} s")
+
+
 def settle(nodes: list[Node]) -> Node:
     """Until every node runs, follows every other and names one same leader."""
     wait_for(lambda: all(full_mesh(node, len(nodes)) for node in nodes), SETTLE_TIMEOUT,
@@ -83,11 +120,12 @@ def measure(cluster: Cluster, kind: str, kills: int) -> list[float]:
     for number in range(1, kills + 1):
         leader = settle(nodes)
         survivors = [node for node in nodes if node is not leader]
-        started = time.monotonic()
+        killed_at, started = time.time(), time.monotonic()
         leader.kill()
         times.append(first_accepted_write(survivors, number, started))
         print(f"  {kind} kill {number}: {leader.name} killed, a write accepted after "
-              f"{times[-1]:.3f} s", flush=True)
+              f"{times[-1]:.3f} s: {breakdown(survivors, killed_at, times[-1])}",
+              flush=True)
         leader.start(wait=False)
         leader.wait_ready(SETTLE_TIMEOUT)
     for node in nodes:
