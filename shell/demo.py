@@ -46,7 +46,12 @@ REP_USER, REP_PASSWORD = "rep", "pw"            # the replication URIs' user
 TOOL_USER, TOOL_PASSWORD = "demo", "demo"       # for connectors poking at any instance
 DATA_SUFFIXES = (".snap", ".xlog", ".inprogress", ".vylog")
 
-USAGE = "spindle demo [--dir DIR] [--keep] [--timeout SECONDS]"
+USAGE = "spindle demo [--dir DIR] [--keep] [--election] [--timeout SECONDS]"
+
+# --election: the three are candidates (Tarantool 2.6.3's Raft, issue 25). A majority
+# quorum, or each would elect itself; a short timeout, so the first election and a
+# failover are seen within seconds.
+ELECTION_TIMEOUT = 1.0
 
 
 @dataclass
@@ -115,9 +120,10 @@ def plan_instances(directory: Path, ports: list[int] | None = None) -> list[Demo
             for number, port in enumerate(ports, start=1)]
 
 
-def prepare(instances: list[DemoInstance], keep: bool) -> None:
+def prepare(instances: list[DemoInstance], keep: bool, election: bool = False) -> None:
     """Directories and scripts; a fresh replica set unless `keep` (then the old data
-    is recovered and the instances rejoin)."""
+    is recovered and the instances rejoin); with `election`, one that elects its
+    leader."""
     for instance in instances:
         instance.directory.mkdir(parents=True, exist_ok=True)
         stale = [instance.ready_path, instance.ready_path.with_suffix(".tmp")]
@@ -127,16 +133,31 @@ def prepare(instances: list[DemoInstance], keep: bool) -> None:
             stale += [instance.log_path, instance.output_path]
         for path in stale:
             path.unlink(missing_ok=True)
-        instance.script_path.write_text(instance_script(instance, instances))
+        instance.script_path.write_text(instance_script(instance, instances, election))
 
 
 def lua_string(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def instance_script(instance: DemoInstance, instances: list[DemoInstance]) -> str:
+def election_options(instances: list[DemoInstance]) -> str:
+    """box.cfg's lines for a replica set electing its leader: every instance a
+    candidate, synchronous writes and votes needing a majority."""
+    return f"""\
+    election_mode = 'candidate',
+    election_timeout = {ELECTION_TIMEOUT:g},
+    replication_synchro_quorum = {len(instances) // 2 + 1},
+"""
+
+
+def instance_script(instance: DemoInstance, instances: list[DemoInstance],
+                    election: bool = False) -> str:
     replication = ", ".join(lua_string(peer.rep_uri) for peer in instances)
     directory = lua_string(str(instance.directory))
+    # with election, only the leader writes: box.once waits (box.ctl.wait_rw) until
+    # the bootstrap leader has elected itself (alone in the replica set, its quorum
+    # is 1), and the others receive the users with the data they join with
+    extra = election_options(instances) if election else ""
     return f"""\
 -- Written by `spindle demo`: {instance.name} of a replica set of {len(instances)} on 127.0.0.1.
 -- Every instance lists all of them (itself too) in `replication` and waits for all
@@ -149,7 +170,7 @@ box.cfg{{
     memtx_dir = {directory},
     wal_dir = {directory},
     log = {lua_string(str(instance.log_path))},
-}}
+{extra}}}
 
 -- box.once's rule: the first instance here (the bootstrap leader) creates the users
 -- and the space; the others receive them, and the mark in _schema, by replication.
@@ -183,15 +204,16 @@ def child_for(instance: DemoInstance) -> ChildProcess:
                         instance.output_path)
 
 
-def write_state(directory: Path, instances: list[DemoInstance], pids: dict[str, int]) -> None:
+def write_state(directory: Path, instances: list[DemoInstance], pids: dict[str, int],
+                election: bool = False) -> None:
     """demo.json: who is where, for people and tests (the pids to check are gone)."""
-    state = {"instances": [
+    state = {"election": election, "instances": [
         {"name": i.name, "uri": i.uri, "uuid": i.uuid, "dir": str(i.directory),
          "pid": pids.get(i.name)} for i in instances]}
     (directory / "demo.json").write_text(json.dumps(state, indent=2) + "\n")
 
 
-def hint(instances: list[DemoInstance]) -> str:
+def hint(instances: list[DemoInstance], election: bool = False) -> str:
     first, others = instances[0], instances[1:]
     rows = [f"  {first.name}  {first.uri:<16} this console"]
     rows += [f"  {i.name}  {i.uri:<16} user {TOOL_USER}, password {TOOL_PASSWORD}"
@@ -199,8 +221,15 @@ def hint(instances: list[DemoInstance]) -> str:
     tries = [("\\watch 1 box.info.replication", "redrawn every second; Ctrl-C stops"),
              ("\\set output table", "then \\watch again: one row per peer"),
              ("box.space.demo:insert{1, 'hello'}", "then watch the lsn move on every peer")]
+    if election:
+        tries[1] = ("\\set output table", "then \\watch again: who leads, in which term")
+        tries[2] = ("box.space.demo:insert{1, 'hello'}", "on the leader (the others are "
+                    "read-only)")
+        tries.append(("box.cfg{election_mode = 'voter'}", "on the leader: it steps down, "
+                      "another is elected"))
     return "\n".join([
-        f"A replica set of {len(instances)} Spindle instances is up; files and logs "
+        f"A replica set of {len(instances)} Spindle instances is up"
+        f"{', electing its leader' if election else ''}; files and logs "
         f"in {first.directory.parent}",
         *rows,
         "Try:",
@@ -304,6 +333,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help=f"where the instances keep their files (default {DEFAULT_DIR})")
     parser.add_argument("--keep", action="store_true",
                         help="recover the data of the previous demo instead of a fresh start")
+    parser.add_argument("--election", action="store_true",
+                        help="the instances elect their leader (election_mode = 'candidate'); "
+                             "box.info.election shows it")
     parser.add_argument("--timeout", type=float, default=START_TIMEOUT, metavar="SECONDS",
                         help=f"seconds to wait for all three to be up (default {START_TIMEOUT:g})")
     return parser.parse_args(argv)
@@ -338,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(directory: Path, options: argparse.Namespace) -> int:
     instances = plan_instances(directory)
-    prepare(instances, options.keep)
+    prepare(instances, options.keep, options.election)
     children = Children([child_for(instance) for instance in instances[1:]])
     sys.stderr.write(f"spindle demo: starting {', '.join(i.name for i in instances)} "
                      f"in {directory}\n")
@@ -350,9 +382,9 @@ def _run(directory: Path, options: argparse.Namespace) -> int:
         children.start_all()
         pids = {child.name: child.pid for child in children}
         pids[instances[0].name] = os.getpid()
-        write_state(directory, instances, pids)
+        write_state(directory, instances, pids, options.election)
         launcher = _launcher_class()(instances[0], children, started_at, options.timeout,
-                                     hint(instances))
+                                     hint(instances, options.election))
         status = launcher.run()
     except KeyboardInterrupt:   # Ctrl-C before the console was up
         status = 130

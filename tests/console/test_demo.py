@@ -108,6 +108,7 @@ def test_demo_help_does_not_start_anything(tmp_path):
                             capture_output=True, timeout=30)
     assert result.returncode == 0
     assert "--keep" in result.stdout and "--timeout" in result.stdout
+    assert "--election" in result.stdout
     assert not (tmp_path / "var").exists()
 
 
@@ -155,6 +156,61 @@ def test_demo_replica_set_follows_everywhere(spawn_console, tmp_path):
     finally:
         for node in nodes.values():
             node.close()
+    console.send("\x04")
+    assert console.wait_exit(STOP_TIMEOUT) == 0
+    assert_all_gone(pids)
+
+
+def test_demo_election_shows_the_leader_in_the_console(spawn_console, tmp_path):
+    """`spindle demo --election`: three candidates elect a leader; box.info.election
+    is in the \\watch of box.info.replication (a line over the table, a column on the
+    leader's row), and follows a new leader when the others step down."""
+    console, directory = start_demo(spawn_console, tmp_path, "--election")
+    wait_demo_up(console)
+    pids = pids_of(directory)
+    assert demo_state(directory)["election"] is True
+    assert "election_mode = 'candidate'" in (directory / "demo2" / "demo.lua").read_text()
+    body = console.run("box.cfg.election_mode, box.cfg.replication_synchro_quorum")
+    assert body == "- candidate\n- 2\n"
+    demo2 = None
+    try:
+        item = demo_state(directory)["instances"][1]
+        host, port = item["uri"].rsplit(":", 1)
+        demo2 = tarantool.Connection(host, int(port), user="demo", password="demo",
+                                     connect_now=True, socket_timeout=10,
+                                     reconnect_max_attempts=0)
+        wait_until(lambda: demo2.eval("return box.info.election.leader").data[0] != 0,
+                   timeout=REPLICATION_TIMEOUT, what="a leader")
+        assert console.run("\\set output table") == "- true\n"
+        console.send("\\watch 0.2 count=2 box.info.replication\r")
+        console.expect(r"election: term \d+, leader \d; this instance \(id 1\)")
+        console.expect(r"│ id │ uuid\s*│ lsn │ election\s*│ upstream")
+        console.expect(r"leader, term \d+")
+        console.expect(r"#2/2")
+        console.prompt()
+        # demo1 and demo3 step down to voters: demo2, the one candidate left, is
+        # elected, and the console's view follows
+        host, port = demo_state(directory)["instances"][2]["uri"].rsplit(":", 1)
+        demo3 = tarantool.Connection(host, int(port), user="demo", password="demo",
+                                     connect_now=True, socket_timeout=10,
+                                     reconnect_max_attempts=0)
+        try:
+            demo3.eval("box.cfg{election_mode = 'voter'}")
+        finally:
+            demo3.close()
+        assert console.run("\\set output yaml") == "- true\n"
+        assert console.run("box.cfg{election_mode = 'voter'}") == ""
+        id2 = demo2.eval("return box.info.id").data[0]   # ids go by join order
+        wait_until(lambda: console.run("box.info.election.leader") == f"- {id2}\n",
+                   timeout=REPLICATION_TIMEOUT, what="demo1 to see demo2 lead")
+        assert console.run("\\set output table") == "- true\n"
+        console.send("box.info.replication\r")
+        console.expect(rf"leader {id2}; this instance \(id 1\): follower.*\(voter\)")
+        console.expect(rf"│  {id2} │ 22222222 │\s*\d+ │ leader, term \d+")
+        console.prompt()
+    finally:
+        if demo2 is not None:
+            demo2.close()
     console.send("\x04")
     assert console.wait_exit(STOP_TIMEOUT) == 0
     assert_all_gone(pids)

@@ -67,6 +67,34 @@ def test_count_ends_the_watch_and_table_output_colours_replication(spawn_console
     assert console.run("\\set output yaml") == "- true\n"
 
 
+def test_watch_of_replication_shows_the_election_in_yaml_and_table(spawn_console, tmp_path):
+    """A lone candidate elects itself (its quorum is 1): the live view of
+    box.info.replication says so over the value; the table adds the column."""
+    console = spawn_console()
+    console.run(f"box.cfg{{log_level = 1, work_dir = '{tmp_path}', "
+                "election_mode = 'candidate', election_timeout = 0.1}")
+    console.run("while box.info.election.state ~= 'leader' do "
+                "require('fiber').sleep(0.01) end")
+    console.send("\\watch 0.1 count=2 box.info.replication\r")
+    console.expect(r"election: term \d+, leader 1; this instance \(id 1\): leader, "
+                   r"voted for 1 \(candidate\)")
+    console.expect(r"- 1:\s+id: 1")            # the YAML value under it
+    console.expect(r"#2/2")
+    console.prompt()
+    assert console.run("\\set output table") == "- true\n"
+    console.send("\\watch 0.1 count=1 box.info.replication\r")
+    console.expect(r"election: term \d+, leader 1")
+    console.expect(r"│  1 │ \w{8} │\s+\d+ │ leader, term \d+")
+    console.prompt()
+    assert console.run("\\set output yaml") == "- true\n"
+    console.run("box.cfg{election_mode = 'off'}")   # off: no election line any more
+    start = len(console.text)
+    console.send("\\watch 0.1 count=1 box.info.replication\r")
+    console.expect(r"#1/1")
+    console.prompt()
+    assert "election:" not in console.text[start:]
+
+
 def test_output_of_background_fibers_goes_above_the_value(spawn_console):
     console = spawn_console()
     console.run("fiber = require('fiber')")
