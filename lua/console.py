@@ -317,13 +317,9 @@ class ConsoleEngine:
         return self._reply(values=[True])
 
     def _switch_output(self, name: str) -> Reply:
-        """tt connect's \\x (the next format, cyclically) and \\xy \\xl \\xt \\xT;
-        answered with the format now in force, as \\set language answers."""
-        if name == "x":
-            fmt = OUTPUT_FORMATS[(OUTPUT_FORMATS.index(self.output) + 1)
-                                 % len(OUTPUT_FORMATS)]
-        else:
-            fmt = SWITCH_FORMATS[name]
+        """tt connect's \\x and \\xy \\xl \\xt \\xT; answered with the format now in
+        force, as \\set language answers."""
+        fmt = switched_output(self.output, name)
         self.output, self.output_opts = fmt, ""
         return self._reply(values=[{"output": fmt}])
 
@@ -345,6 +341,15 @@ class ConsoleEngine:
             return self._reply(error="Can not install delimiter for net box sessions")
         self.delimiter = value or ""
         return self._reply()
+
+
+def switched_output(current: str, name: str) -> str:
+    """The format \\<name> switches to: \\x the next one (cyclically), \\xy \\xl
+    \\xt \\xT the one they name."""
+    if name == "x":
+        position = OUTPUT_FORMATS.index(current) if current in OUTPUT_FORMATS else 0
+        return OUTPUT_FORMATS[(position + 1) % len(OUTPUT_FORMATS)]
+    return SWITCH_FORMATS[name]
 
 
 def parse_output(value: str | None, formats: tuple[str, ...] = WIRE_FORMATS

@@ -29,7 +29,8 @@ from spindle.core.iproto.msgpack import pack, unpack
 from spindle.core.iproto.replication import decode_error
 from spindle.core.iproto.xrow import XRow, decode_frame_length, decode_row
 from spindle.core.replication.uri import parse_uri
-from spindle.lua.console import NETBOX_DELIMITER, TABLE_FORMATS, Reply
+from spindle.lua.console import (NETBOX_DELIMITER, SWITCH_FORMATS, TABLE_FORMATS, Reply,
+                                 switched_output)
 from spindle.lua.serialize import NULL
 
 from .console import LUA_EOS, YAML_EOS
@@ -104,6 +105,12 @@ class RemoteConsole:
             return Reply(quit=True)   # `spindle connect`: leave (console.connect sends it)
         if stripped.startswith("\\watch"):
             return engine._watch(stripped)
+        if stripped[1:] == "x" or stripped[1:] in SWITCH_FORMATS:
+            # tt connect's \x: \set output to the format it picks (the peer's own
+            # for yaml and lua, this console's for the tables)
+            current = engine.output if engine.output in TABLE_FORMATS else \
+                getattr(self, "peer_output", "yaml")
+            return self.execute(engine, f"\\set output {switched_output(current, stripped[1:])}")
         match = _SET_OUTPUT.match(stripped)
         if match and match.group(1) in TABLE_FORMATS:
             reply = self.execute_plain(engine, "\\set output yaml")
@@ -112,6 +119,7 @@ class RemoteConsole:
             return reply
         if match:
             engine.output = "yaml"    # back to the peer's own formats
+            self.peer_output = match.group(1).partition(",")[0]
         return None
 
     def execute_plain(self, engine, text: str) -> Any:

@@ -272,3 +272,29 @@ def test_a_wrapped_long_line_has_no_continuation_prompt(spawn_console):
     console.expect_literal(console.CONTINUATION)
     console.send("end\r")
     console.prompt()
+
+
+def test_backslash_x_on_a_connected_peer(spawn_console):
+    """`spindle connect`: \\x moves the peer between yaml and lua, and this console
+    between the tables it draws from the peer's YAML."""
+    from ..interop.console_harness import ConsoleNode
+    from .conftest import SPINDLE
+    node = ConsoleNode(SPINDLE)
+    try:
+        console = spawn_console("connect", f"127.0.0.1:{node.tcp}", cwd=str(node.dir),
+                                wait_prompt=False)
+        peer_prompt = f"\x01127.0.0.1:{node.tcp}>"
+        console.expect_literal(peer_prompt)
+        for line, shown in (("\\x", "true;"),                       # the peer: lua
+                            ("{1, 'a'}", '{1, "a"};'),
+                            ("\\x", "- true"),                      # here: table
+                            ("{{1, 'a'}, {2, 'b'}}", "│ 2    │ b    │"),
+                            ("\\x", "- true"),                      # here: ttable
+                            ("{{1, 'a'}, {2, 'b'}}", "│ col1 │ 1 │ 2 │"),
+                            ("\\x", "- true"),                      # the peer: yaml
+                            ("{1, 'a'}", "- - 1")):
+            console.send(line + "\r")
+            console.expect_literal(shown)
+            console.expect_literal(peer_prompt)
+    finally:
+        node.stop()
