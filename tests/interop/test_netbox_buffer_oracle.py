@@ -4,7 +4,8 @@ request returns the byte count, and msgpack.decode / ibuf_decode read it back, a
 Tarantool 2.6.0's documentation. The same client script run by 2.6.0 and by Spindle,
 against a 2.6.0 server and a Spindle server (the servers' bodies are compared byte
 for byte): calls, evals, selects, changes, pushes (on_push and future:pairs), is_async
-futures, the requests that refuse a buffer, a buffer that is not one."""
+futures, the requests that refuse a buffer, a buffer that is not one (which ends the
+connection, as it fails 2.6.0's worker)."""
 from __future__ import annotations
 
 from .test_netbox_oracle import PRELUDE, _matrix
@@ -115,6 +116,14 @@ print('shared', select(2, msgpack.ibuf_decode(buffer.IBUF_SHARED.rpos))[1])
 buffer.IBUF_SHARED:recycle()
 try('bad buffer', c.call, c, 'echo', {7}, {buffer = {}})
 try('bad buffer 2', c.call, c, 'echo', {7}, {buffer = 'x'})
+-- (the first one ended the connection: 2.6.0's worker failed on it)
+print('after bad', c.state, c.error)
+try('after bad call', c.call, c, 'echo', {7})
+local other = net.connect('u:p@' .. addr)
+local f5 = other:call('echo', {8}, {buffer = false, is_async = true})
+try('bad buffer async', f5.wait_result, f5, 5)
+print('after bad async', other.state, other.error)
+other:close()
 c:close()
 print('done')
 os.exit(0)

@@ -25,6 +25,8 @@ class NetBoxModule:
             "push_count": lambda req: len(req.pushes or ()),
             "parse_uri": self._parse_uri,
             "collected": lambda tr: tr.collected(),
+            "abort": lambda tr, message: tr.abort(
+                message.decode("utf-8", "surrogateescape")),
         }
         blocking = {
             "start": self._start,

@@ -156,10 +156,11 @@ decoders.get, decoders.min, decoders.max = get_tuple, get_tuple, get_tuple
 -- The `buffer` option of 2.6.0: the response body (a push's too) is appended to the
 -- ibuf as it came, or with `skip_header` without its {IPROTO_DATA = ...} map header
 -- and key (the data array alone); the request returns the byte count instead of a
--- result. A buffer without :alloc() fails the request with 2.6.0's words.
+-- result. A buffer without :alloc() is a Lua error in 2.6.0's worker fiber: the
+-- connection ends in `error` with its words, and the request fails with them.
 local string_byte, string_sub = string.byte, string.sub
 
-local function buffer_error(buffer)
+local function buffer_error(transport, buffer)
     local message
     local kind = type(buffer)
     if kind ~= 'cdata' and kind ~= 'table' and kind ~= 'string' and kind ~= 'userdata' then
@@ -167,12 +168,13 @@ local function buffer_error(buffer)
     else
         message = "attempt to call method 'alloc' (a nil value)"
     end
-    return box.error.new({code = box.error.UNKNOWN,
-                          reason = 'builtin/box/net_box.lua:642: ' .. message})
+    message = 'builtin/box/net_box.lua:642: ' .. message
+    native.abort(transport, message)
+    return box.error.new({code = box.error.UNKNOWN, reason = message})
 end
 
 -- the byte count written, or nil and the error
-local function into_buffer(buffer, raw, skip_header)
+local function into_buffer(transport, buffer, raw, skip_header)
     if skip_header then
         local c = string_byte(raw, 1)
         local from = c == 0xde and 4 or c == 0xdf and 6 or 2
@@ -185,16 +187,16 @@ local function into_buffer(buffer, raw, skip_header)
     end
     local ok, alloc = pcall(function() return buffer.alloc end)
     if not ok or alloc == nil then
-        return nil, buffer_error(buffer)
+        return nil, buffer_error(transport, buffer)
     end
     ffi.copy(buffer:alloc(#raw), raw, #raw)
     return #raw
 end
 
 -- a push's message as on_push and future:pairs() hand it: the byte count in a buffer
-local function push_of(push, buffer, skip_header)
+local function push_of(transport, push, buffer, skip_header)
     if buffer ~= nil then
-        local count, err = into_buffer(buffer, push, skip_header)
+        local count, err = into_buffer(transport, buffer, push, skip_header)
         if err ~= nil then
             box.error(err)
         end
@@ -217,7 +219,7 @@ local function keep(f, raw, err)
     end
     local result, code
     if f._buffer ~= nil then
-        result, code = into_buffer(f._buffer, raw, f._skip_header)
+        result, code = into_buffer(f._transport, f._buffer, raw, f._skip_header)
         if code ~= nil then
             f._settled, f._error = true, code
             return nil, code
@@ -299,7 +301,7 @@ local function future_next(it, i)
     while true do
         local push = native.push(f._transport, f._request, i)
         if push ~= nil then
-            return i, push_of(push, f._buffer, f._skip_header)
+            return i, push_of(f._transport, push, f._buffer, f._skip_header)
         end
         if native.is_ready(f._transport, f._request) then
             if i > native.push_count(f._request) + 1 then
@@ -430,7 +432,8 @@ local function request_with_pushes(remote, method, opts, mt, rtype, body, timeou
         local push = native.push(transport, f._request, seen + 1)
         if push ~= nil then
             seen = seen + 1
-            opts.on_push(opts.on_push_ctx, push_of(push, opts.buffer, opts.skip_header))
+            opts.on_push(opts.on_push_ctx,
+                         push_of(transport, push, opts.buffer, opts.skip_header))
         elseif native.is_ready(transport, f._request) then
             break
         else
@@ -474,7 +477,7 @@ local function request(remote, method, opts, mt, rtype, body)
     end
     local raw = wait(blocking.request, transport, rtype, body, timeout)
     if opts and opts.buffer ~= nil then
-        local count, err = into_buffer(opts.buffer, raw, opts.skip_header)
+        local count, err = into_buffer(transport, opts.buffer, raw, opts.skip_header)
         if err ~= nil then
             box.error(err)
         end

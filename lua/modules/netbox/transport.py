@@ -155,6 +155,17 @@ class Transport:
         if worker is me and worker is not None:
             raise FiberIsCancelled()
 
+    def abort(self, message: str) -> None:
+        """A Lua error in 2.6.0's worker (a request's `buffer` without :alloc()):
+        its pcall around the protocol ends the connection in `error` with the
+        message (no reconnect), the requests in flight failing with it."""
+        if self.state not in FINAL_STATES:
+            self._set_state("error", ErrorCode.ER_UNKNOWN, message)
+        worker, self.worker = self.worker, None
+        if worker is not None and worker.status != "dead":
+            self.sched.cancel(worker)
+        self._close_socket()
+
     def collected(self) -> None:
         """The connection object was garbage-collected unclosed (2.6.0's gc hook):
         closed without a word to Lua (nobody is left to hear it), the worker
