@@ -1,5 +1,6 @@
 """Failover under load in a mixed replica set (issue 25): two Spindle nodes and one
-Tarantool 2.6.3 (the last 2.6 release; election came in 2.6.1), all candidates,
+Tarantool 2.6.3 (the last 2.6 release; election came in 2.6.1), and one Spindle and
+two 2.6.3, all candidates,
 writers on a sync space through whichever node leads, the leader killed with -9
 three times (seeded) and started again as a follower — whichever kind it is.
 Afterwards one leader agreed by all, every acknowledged write on every node, equal
@@ -16,8 +17,12 @@ from ..fault.failover import assert_failover, run_failover
 pytestmark = pytest.mark.filterwarnings("ignore::tarantool.error.NetworkWarning")
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-def test_mixed_failover_under_load(tmp_path, seed):
-    result = run_failover(tmp_path, ["spindle", "spindle", "tarantool-2.6.3"], kills=3,
-                          seed=seed)
-    assert_failover(result)
+TWO_SPINDLES = ["spindle", "spindle", "tarantool-2.6.3"]
+ONE_SPINDLE = ["spindle", "tarantool-2.6.3", "tarantool-2.6.3"]
+
+
+@pytest.mark.parametrize("kinds, seed", [(TWO_SPINDLES, 1), (TWO_SPINDLES, 2), (ONE_SPINDLE, 1)],
+                         ids=["2-spindle-1-tarantool-seed-1", "2-spindle-1-tarantool-seed-2",
+                              "1-spindle-2-tarantool-seed-1"])
+def test_mixed_failover_under_load(tmp_path, kinds, seed):
+    assert_failover(run_failover(tmp_path, kinds, kills=3, seed=seed))
