@@ -12,14 +12,14 @@ equal and every upstream follows (failing at once if one is `stopped`), then loo
   got by JOIN. An LSN hole here, with equal vclocks, is what issue 21 looked like: a
   relay skipped rows and the replica's vclock caught up anyway.
 
-With leader election (`deposed_tails`), one thing is let through, as 2.6.3 has it:
+With leader election (`allow_tails`), one thing is let through, as 2.6.3 has it:
 a leader killed with -9 may have rows in its WAL that no other node got (written,
 not yet relayed). Started again it is a follower, and its followers drop the data
 of a node that does not lead (2.6.3's applier); the new leader's PROMOTE has rolled
-those rows back on it. Its own vclock component stays ahead of the others' (their
-upstream from it stays `sync`) until it leads again, when its relay resends them
-and the others log them as NOPs of an outdated term (Tarantool 2.10 calls such a
-tail a split brain and stops the applier). Such a *deposed tail* is reported, not
+those rows back on it. Its own vclock component stays ahead of the others' (a 2.6.3
+node's upstream from it stays `sync`; a Spindle's follows, see applier_check_sync)
+until it leads again, when its relay resends them and the others log them as NOPs
+of an outdated term. Such a *deposed tail* is reported, not
 counted as a problem, when: only its author is ahead in its own component, every
 other component is equal, none of its rows' keys is on any node (they were rolled
 back), and none was acknowledged.

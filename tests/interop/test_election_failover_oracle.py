@@ -1,12 +1,12 @@
 """Failover under load in a mixed replica set (issue 25): two Spindle nodes and one
-Tarantool 2.6.3 (the last 2.6 release; election came in 2.6.1), and one Spindle and
-two 2.6.3, all candidates,
-writers on a sync space through whichever node leads, the leader killed with -9
-three times (seeded) and started again as a follower — whichever kind it is.
-Afterwards one leader agreed by all, every acknowledged write on every node, equal
-data and vclocks (but for a deposed leader's unrelayed tail, see
-tests/fault/invariants.py), no upstream stopped (tests/fault/failover.py). The
-Spindle-only set is tests/integration/test_election_failover.py."""
+Tarantool 2.6.3 (the last 2.6 release; election came in 2.6.1), and one Spindle
+and two 2.6.3; all candidates, writers on a sync space through whichever node
+leads, the leader killed with -9 three times (seeded) and started again as a
+follower, whichever kind it is. Afterwards one leader agreed by all, every
+acknowledged write on every node, equal data and vclocks (but for a deposed
+leader's unrelayed tail, see tests/fault/invariants.py), no upstream stopped
+(tests/fault/failover.py). The Spindle-only set is
+tests/integration/test_election_failover.py."""
 from __future__ import annotations
 
 import pytest
