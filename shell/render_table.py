@@ -23,14 +23,14 @@ from typing import Any, Callable
 
 from rich import box
 from rich.console import Console
-from rich.measure import Measurement
+from rich.cells import cell_len
 from rich.table import Table
 
 from spindle.lua.render import render_values
 
 from .render_replication import election_line, replication_peers, replication_table
 
-UNMEASURED = 1_000_000   # the width a table is measured at: its natural width
+COLUMN_EDGES = 3   # a column's padding (a blank either side) and its right edge
 
 
 def render_reply(reply, width: int = 120, color: bool = False,
@@ -159,6 +159,7 @@ def _cell(value: Any) -> str:
 class _Drawer:
     def __init__(self, width: int, color: bool):
         self.width = max(width, 20)
+        self.color = color
         self.console = Console(file=io.StringIO(), width=self.width, force_terminal=color,
                                color_system="standard" if color else None,
                                highlight=False, markup=False, emoji=False)
@@ -171,26 +172,37 @@ class _Drawer:
 
     def grid(self, heads: list[str], rows: list[list], vertical: bool) -> str:
         if not vertical:
-            table = _horizontal(heads, rows)
-            if self._fits(table):
-                return self._print(table)
-        return "".join(self._print(_transposed(heads, part))
+            columns = [[name] + [row[i] for row in rows] for i, name in enumerate(heads)]
+            widths = [_text_width(column) for column in columns]
+            if _natural_width(widths) <= self.width:
+                if _one_line(heads, rows):
+                    return _boxed([heads] + rows, widths, True, False, self.color)
+                return self._print(_horizontal(heads, rows))
+        return "".join(self._vertical(heads, part)
                        for part in self._side_by_side(heads, rows))
+
+    def _vertical(self, heads: list[str], rows: list[list]) -> str:
+        lines = [[name] + [row[index] for row in rows] for index, name in enumerate(heads)]
+        widths = [_text_width(heads)] + [_text_width(row) for row in rows]
+        if _natural_width(widths) <= self.width and _one_line(heads, rows):
+            return _boxed(lines, widths, False, True, self.color)
+        return self._print(_transposed(heads, rows))   # rich wraps what is too wide
 
     def _side_by_side(self, heads: list[str], rows: list[list]) -> list[list[list]]:
         """The rows cut into runs whose transposed table fits the width (at least one
         row a run: a row too wide alone has its values wrapped)."""
         parts: list[list[list]] = []
+        names = _text_width(heads)
+        used = 0
         for row in rows:
-            if parts and self._fits(_transposed(heads, parts[-1] + [row])):
+            width = _text_width(row)
+            if parts and _natural_width([names, used, width]) <= self.width:
                 parts[-1].append(row)
+                used += width + COLUMN_EDGES   # (a run's columns: as one wide column)
             else:
                 parts.append([row])
+                used = width
         return parts
-
-    def _fits(self, table: Table) -> bool:
-        options = self.console.options.update_width(UNMEASURED)
-        return Measurement.get(self.console, options, table).maximum <= self.width
 
     def _print(self, renderable) -> str:
         buffer = self.console.file
@@ -198,6 +210,53 @@ class _Drawer:
         buffer.truncate()
         self.console.print(renderable)
         return buffer.getvalue()
+
+
+def _one_line(heads: list[str], rows: list[list]) -> bool:
+    """Every cell one line of printable text (what _boxed draws as rich would)."""
+    return all(name.isprintable() for name in heads) and \
+        all(cell.isprintable() for row in rows for cell in row)
+
+
+def _boxed(lines: list[list[str]], widths: list[int], header: bool, names_first: bool,
+           color: bool) -> str:
+    """A table that fits unwrapped, drawn as rich's box.SQUARE tables are (same text):
+    rich takes seconds over a select of thousands of rows, this a blink. `header`:
+    the first line heads the columns (bold, a rule under it); `names_first`: the
+    first column names the lines (bold)."""
+    bold, plain = ("\x1b[1m", "\x1b[0m") if color else ("", "")
+
+    def rule(left: str, middle: str, right: str) -> str:
+        return left + middle.join("─" * (width + 2) for width in widths) + right + "\n"
+
+    def line(cells: list[str], strong: bool) -> str:
+        drawn = []
+        for index, (cell, width) in enumerate(zip(cells, widths)):
+            pad = " " * (width - cell_len(cell))
+            if strong or (names_first and index == 0):
+                cell = bold + cell + plain if cell else cell
+            drawn.append(f" {cell}{pad} ")
+        return "│" + "│".join(drawn) + "│\n"
+
+    out = [rule("┌", "┬", "┐")]
+    for number, cells in enumerate(lines):
+        out.append(line(cells, header and number == 0))
+        if header and number == 0:
+            out.append(rule("├", "┼", "┤"))
+    out.append(rule("└", "┴", "┘"))
+    return "".join(out)
+
+
+def _text_width(cells) -> int:
+    """The width a column of these cells takes unwrapped (its longest line)."""
+    return max((cell_len(line) for cell in cells for line in cell.splitlines()),
+               default=0)
+
+
+def _natural_width(column_widths) -> int:
+    """A box table's width with nothing wrapped: its left edge, then per column the
+    text, a blank either side and the edge after it."""
+    return 1 + sum(width + COLUMN_EDGES for width in column_widths)
 
 
 def _horizontal(heads: list[str], rows: list[list]) -> Table:

@@ -128,3 +128,28 @@ def test_nothing_is_wider_than_the_terminal(width):
         text = render_reply(table_reply([rows], [["id", "long", "map", "tail"]], layout),
                             width=width)
         assert all(len(line) <= width for line in text.splitlines()), text
+
+
+def test_tables_that_fit_are_drawn_as_rich_draws_them():
+    """Tables that fit unwrapped are drawn without rich (seconds for a big select);
+    the text must be rich's to the character, wide letters and blanks included."""
+    import random
+
+    from spindle.shell import render_table as module
+
+    words = ["a", "bc", "日本", "долго", "x y", "", " lead", "trail ", "1" * 20]
+    generator = random.Random(7)
+    for _ in range(300):
+        count = generator.randint(1, 6)
+        heads = [generator.choice(["id", "name", "col3", "сообщение", "k"])
+                 for _ in range(count)]
+        rows = [[generator.choice(words) for _ in range(count)]
+                for _ in range(generator.randint(1, 5))]
+        draw = module._Drawer(generator.choice([30, 60, 120]), False)
+        widths = [module._text_width([name] + [row[i] for row in rows])
+                  for i, name in enumerate(heads)]
+        if module._natural_width(widths) <= draw.width:
+            assert draw.grid(heads, rows, False) == \
+                draw._print(module._horizontal(heads, rows))
+        for part in draw._side_by_side(heads, rows):
+            assert draw._vertical(heads, part) == draw._print(module._transposed(heads, part))
