@@ -98,6 +98,14 @@ def test_box_spark_at_the_console(spawn_console, tmp_path):
     assert value(console, "box.spark.jobs()[4].tasks_done < box.spark.jobs()[4].tasks") \
         == "true"
 
+    # Table output heads a result's columns with its names.
+    assert value(console, "\\set output table") == "true"
+    console.send("box.spark.sql([[SELECT space_name, count(*) AS n FROM xlog "
+                 "WHERE space_name = 't' GROUP BY space_name]])\r")
+    console.expect(r"│ space_name\s*│ n\s*│.*│ t\s*│ 12001\s*│", SPARK_TIMEOUT)
+    console.prompt()
+    assert value(console, "\\set output yaml") == "true"
+
     screen = console.text[shown_from:]
     assert not CHATTER.search(screen), CHATTER.search(screen)
     assert not (tmp_path / "spark-warehouse").exists()
