@@ -547,20 +547,37 @@ local function decode_string(cfg, s, offset, check)
 end
 
 -- decode(ptr, size): a 'char *' buffer; returns the value and the pointer after it.
-local function decode_pointer(cfg, ptr, size, check)
+-- The value at a byte pointer with no size to keep to (2.6.0's unchecked decoding):
+-- its own headers say where it ends. Returns the value and its length.
+local function decode_at(cfg, bytes)
+    local size = skip(bytes, 0)
+    return decode_value(ffi.string(bytes, size), 1, cfg), size
+end
+
+-- decode(ptr, size): a 'char *' buffer of `size` bytes, checked; decode_unchecked(ptr)
+-- reads the value whatever the size says, as 2.6.0 does. Returns the value and the
+-- pointer after it (of ptr's type).
+local function decode_pointer(cfg, ptr, has_size, size, check)
+    if not check then
+        local value, length = decode_at(cfg, ffi.cast(bytes_t, ptr))
+        return value, ptr + length
+    end
+    local given = size
     size = tonumber(size)
     if size == nil then
-        error("bad argument #2 to '?' (number expected, got no value)", 0)
+        error("bad argument #2 to '?' (number expected, got " ..
+              (has_size and type(given) or 'no value') .. ')', 0)
     end
+    size = size >= 0 and math.floor(size) or -math.floor(-size)
     if size < 0 then
         error("msgpack.decode: size can't be negative", 0)
     end
-    if check and skip(ffi.cast(bytes_t, ptr), 0, size) == nil then
+    if skip(ffi.cast(bytes_t, ptr), 0, size) == nil then
         invalid()
     end
     local s = ffi.string(ptr, size)
     local value, p = decode_value(s, 1, cfg)
-    return value, ffi.cast(ffi.typeof(ptr), ffi.cast(CHAR_PTR, ptr) + (p - 1))
+    return value, ptr + (p - 1)
 end
 
 local function decoder(check)
@@ -568,7 +585,7 @@ local function decoder(check)
         if type(data) == 'string' then
             return decode_string(cfg, data, (...), check)
         elseif is_char_ptr(data) then
-            return decode_pointer(cfg, data, (...), check)
+            return decode_pointer(cfg, data, select('#', ...) > 0, ..., check)
         end
         error("msgpack.decode: a Lua string or 'char *' expected", 0)
     end
@@ -586,8 +603,7 @@ local function ibuf_decode(cfg, rpos)
     if bytes == nil then
         error('msgpack.ibuf_decode: rpos is null', 0)
     end
-    local size = skip(bytes, 0)
-    local value = decode_value(ffi.string(bytes, size), 1, cfg)
+    local value, size = decode_at(cfg, bytes)
     return ffi.cast(ffi.typeof(rpos), bytes + size), value
 end
 

@@ -84,6 +84,17 @@ show('ibuf_decode void', function() return ptr(msgpack.ibuf_decode(ffi.cast('voi
 show('ibuf_decode uchar', function() return ptr(msgpack.ibuf_decode(ffi.cast('unsigned char *', at('\xcb\x3f\xf8\x00\x00\x00\x00\x00\x00')))) end)
 show('ibuf_decode extra arg', function() return ptr(msgpack.ibuf_decode(at('\x01'), 5)) end)
 show('ibuf_decode nested', function() return ptr(msgpack.ibuf_decode(at('\x82\xa1a\x91\xc0\xa1b\xc3'))) end)
+-- decode_unchecked of a pointer reads the value whatever the size says
+for _, size in ipairs({4, 2, 100, 0, -1, 'x', '4'}) do
+    show('unchecked size ' .. size, function() return ptr(msgpack.decode_unchecked(at('\x93\x01\x02\x03'), size)) end)
+end
+show('unchecked no size', function() return ptr(msgpack.decode_unchecked(at('\x93\x01\x02\x03'))) end)
+show('unchecked nil size', function() return ptr(msgpack.decode_unchecked(at('\x93\x01\x02\x03'), nil)) end)
+show('unchecked const', function() return ptr(msgpack.decode_unchecked(ffi.cast('const char *', at('\x92\x01\xa1x')))) end)
+show('new() unchecked', function() return ptr(msgpack.new().decode_unchecked(at('\x91\xc3'))) end)
+show('decode fractional size', function() return ptr(msgpack.decode(at('\x93\x01\x02\x03'), 4.5)) end)
+show('decode string size', function() return ptr(msgpack.decode(at('\x93\x01\x02\x03'), '4')) end)
+show('decode bigger size', function() return ptr(msgpack.decode(at('\x93\x01\x02\x03\x04'), 5)) end)
 """
 
 BAD = POINTERS + r"""
@@ -122,6 +133,14 @@ show('ibuf_decode null', msgpack.ibuf_decode, ffi.cast('char *', 0))
 show('ibuf_decode c1', msgpack.ibuf_decode, at('\x92\x01\xc1'))
 show('ibuf_decode ext', msgpack.ibuf_decode, at('\x92\x01\xd4\x05\x01'))
 show('decode uchar', msgpack.decode, ffi.cast('unsigned char *', at('\x91\x01')), 2)
+show('decode no size', msgpack.decode, at('\x91\x01'))
+show('decode nil size', msgpack.decode, at('\x91\x01'), nil)
+show('decode word size', msgpack.decode, at('\x91\x01'), 'x')
+show('decode zero size', msgpack.decode, at('\x91\x01'), 0)
+show('decode short size', msgpack.decode, at('\x91\x01'), 1)
+show('decode negative size', msgpack.decode, at('\x91\x01'), -1)
+show('unchecked uchar', msgpack.decode_unchecked, ffi.cast('unsigned char *', at('\x91\x01')))
+show('unchecked table', msgpack.decode_unchecked, {})
 show('decode void', msgpack.decode, ffi.cast('void *', at('\x91\x01')), 2)
 """
 
