@@ -92,8 +92,9 @@ class Report:
     def describe(self) -> str:
         known = "".join(f"\n(differences put down to {bug}: {count} keys)"
                         for bug, count in self.known.items())
-        tails = "".join(f"\n(a deposed leader's tail on {name}: its LSNs {a + 1}-{b}, "
-                        "rolled back)" for name, (a, b) in self.tails.items())
+        tails = "".join(f"\n(a deposed leader's tail on {name}: its LSNs "
+                        f"{_ranges(list(range(a + 1, b + 1)))}, rolled back)"
+                        for name, (a, b) in self.tails.items())
         tails += "".join(f"\n(a deposed leader's tail from {name} resent, NOPs on the "
                          f"others: its LSNs {_ranges(lsns)})"
                          for name, lsns in self.nopped.items())
