@@ -35,6 +35,9 @@ def election_cfg(uris: list[str], mode: str = "candidate", **extra) -> dict:
         "replication": uris,
         "replication_timeout": 0.25,
         "replication_connect_quorum": len(uris),
+        # every node must be up to bootstrap: on a busy machine the last one may bind
+        # its port later than the default 30 s ("failed to connect to 1 out of 3")
+        "replication_connect_timeout": 120,
         "replication_synchro_quorum": 2,
         "replication_synchro_timeout": 5,
         "election_mode": mode,
