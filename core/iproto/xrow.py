@@ -44,8 +44,11 @@ _unpack_double = struct.Struct(">d").unpack_from
 
 # ---------------------------------------------------------------------------
 # The header layout, described once. Every encoder, decoder and pattern of a row
-# header below (and request.py's, wire_tx's) takes its keys, their order and their
-# MsgPack types from this table.
+# header below (and request.py's relay frame pattern) takes its keys, their order
+# and their MsgPack types from this table. The quick readers: read_rows (every
+# usual header, one or a block's worth; usual_header for one), relay_header (the
+# relay's layout at its fixed places) and the RELAY_HEADER pattern (wire_tx's scan
+# of a block); the strict one: _decode_header, which judges whatever they refuse.
 
 class HeaderKey(NamedTuple):
     key: int            # the IprotoKey

@@ -25,7 +25,7 @@ from spindle.core.iproto.constants import (
 from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.iproto.msgpack import ext_hook, needs_exact, pack
 from spindle.core.iproto.request import decode_dml_body
-from spindle.core.iproto.xrow import XRow, usual_header
+from spindle.core.iproto.xrow import XRow, read_rows
 
 from .protocol import NO_BODY, UNDECODABLE, Packet, Where, client_error, with_location
 
@@ -356,19 +356,22 @@ _SPACE_ID, _INDEX_ID, _LIMIT, _OFFSET, _ITERATOR, _INDEX_BASE, _KEY, _TUPLE, _OP
     IprotoKey.SPACE_ID, IprotoKey.INDEX_ID, IprotoKey.LIMIT, IprotoKey.OFFSET,
     IprotoKey.ITERATOR, IprotoKey.INDEX_BASE, IprotoKey.KEY, IprotoKey.TUPLE,
     IprotoKey.OPS)
+_CALL_ROUTES = frozenset({IprotoType.CALL, IprotoType.CALL_16, IprotoType.EVAL})
 _SELECT, _INSERT, _REPLACE, _UPDATE, _UPSERT, _PING = (
     IprotoType.SELECT, IprotoType.INSERT, IprotoType.REPLACE, IprotoType.UPDATE,
     IprotoType.UPSERT, IprotoType.PING)
 
 
 def decode_request_fast(raw: bytes) -> Request | None:
-    """A DML request or a PING in the common shape, exactly as the general path would decode
-    it; None when the packet needs the general path (which reports every error)."""
+    """A DML request, a CALL/EVAL or a PING in the common shape, exactly as the general
+    path would decode it; None when the packet needs the general path (which reports
+    every error)."""
     try:
         # the header as xrow.py's one quick reader reads it: the row decode_packet
         # makes of it, unless a field decode_packet cuts to uint32 is larger or the
         # TSN field is there (its wrap-around is read as decode_packet does not)
-        row, pos = usual_header(raw)
+        row, pos = read_rows(raw, 0, None)
+        assert row is not None
         if ((row.type | row.schema_version | row.replica_id | row.group_id) > _U32
                 or row.tsn != row.lsn):
             return None
@@ -379,7 +382,8 @@ def decode_request_fast(raw: bytes) -> Request | None:
                 # no body, or an empty map: decodes cleanly, PING ignores it
                 row.body = None if pos == len(raw) else raw[pos:]
                 return Ping(row)
-            return None
+            if route not in _CALL_ROUTES:
+                return None
         if pos >= len(raw) or (raw.find(b"\xff", pos) >= 0 and needs_exact(raw, pos)):
             return None
         body = msgpack.unpackb(memoryview(raw)[pos:], raw=False, strict_map_key=False,
@@ -388,6 +392,15 @@ def decode_request_fast(raw: bytes) -> Request | None:
         return None
     if type(body) is not dict:
         return None
+    if cls is None:
+        # CALL, CALL_16, EVAL: the body as decode_packet decodes it, checked by the
+        # general path's own _decode_call (its header, already read, is the costly
+        # part of decode_packet)
+        row.body = bytes(raw[pos:])
+        try:
+            return _decode_call(Packet(row, body), route)
+        except Exception:   # noqa: BLE001 - the general path reports it
+            return None
     found = 0
     mandatory = _MANDATORY[route]
     for key, value in body.items():

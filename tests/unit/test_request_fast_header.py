@@ -20,7 +20,16 @@ BODIES = {
     4: msgpack.packb({0x10: 512, 0x20: [1], 0x21: [["=", 2, 3]]}),               # UPDATE
     5: msgpack.packb({0x10: 512, 0x20: [1]}),                                    # DELETE
     64: b"",                                                                     # PING
+    10: msgpack.packb({0x22: "echo", 0x21: [1, "a"]}),                           # CALL
+    6: msgpack.packb({0x22: "echo", 0x21: [1]}),                                 # CALL_16
+    8: msgpack.packb({0x27: "return ...", 0x21: []}),                            # EVAL
 }
+# CALL/EVAL bodies the general path refuses or takes in its own ways
+CALL_BODIES = [
+    {0x22: "f"}, {0x21: [1]}, {0x22: 1, 0x21: [1]}, {0x22: "f", 0x21: 5},
+    {0x22: "f", 0x21: (1, 2)}, {"x": 1, 0x22: "f"}, {0x22: "f", 0x27: "e", 0x21: [None]},
+    {0x27: "e"}, {0x27: b"e"}, {0x22: b"f"}, {0x22: "f", 0x50: {"k": [1]}}, {}, [1, 2], "s",
+]
 UINTS = (0, 1, 0x7F, 0x80, 0xFF, 0x100, 0xFFFF, 0x10000, 0xFFFFFFFF, 0x100000000,
          (1 << 63) + 5)
 
@@ -99,3 +108,17 @@ def test_mutated_headers_read_as_the_general_path_or_not_at_all():
                 assert decode_request_fast(mutated) is None
     for cut in range(len(raw)):
         assert decode_request_fast(raw[:cut]) is None or cut == len(raw)
+
+
+@pytest.mark.parametrize("rtype", [10, 6, 8])
+def test_call_and_eval_bodies_read_as_the_general_path(rtype):
+    head = _header([(0, _uint(rtype)), (1, _uint(77))])
+    assert decode_request_fast(head + BODIES[rtype]) is not None
+    for body in CALL_BODIES:
+        raw = head + msgpack.packb(body)
+        try:
+            _same(raw)
+        except (PacketError, ClientError):
+            assert decode_request_fast(raw) is None
+    assert decode_request_fast(head) is None                       # no body
+    assert decode_request_fast(head + BODIES[rtype] + b"\x01") is None   # a value after it
