@@ -85,11 +85,12 @@ HEADER_UINT_ATTRS = {field.key: field.attr for field in HEADER_LAYOUT
 # (TIMESTAMP has its own branch in every decoder)
 HEADER_KEY_IS_UINT = tuple(any(field.key == key and field.mp_type is MpType.UINT
                                for field in HEADER_LAYOUT) for key in range(256))
-# usual_header's list of a header's values, one slot per key (the keys are 0..9): what
+# read_rows' list of a header's values, one slot per key (the keys are 0..9): what
 # a key left out of the header means, 0 (0.0 for TIMESTAMP), and None for the TSN
 # field (absent: a single-statement transaction, which a TSN field of 0 is not)
-EMPTY_HEADER: list[Any] = [None if key == IprotoKey.TSN else 0.0 if key == IprotoKey.TIMESTAMP else 0
-                for key in range(max(field.key for field in HEADER_LAYOUT) + 1)]
+EMPTY_HEADER: list[Any] = [
+    None if key == IprotoKey.TSN else 0.0 if key == IprotoKey.TIMESTAMP else 0
+    for key in range(max(field.key for field in HEADER_LAYOUT) + 1)]
 
 
 def relay_layout(map_head: bytes, *parts: tuple[bytes, str]) -> tuple[bytes, str]:
