@@ -205,6 +205,9 @@ class BoxStorage:
         self.started = True
         config = self.module.config
         config.set_runtime_uuids(self.box.instance_uuid, self.box.schema.replicaset_uuid)
+        # box.space again, from the whole catalogue: an object pushed while recovery
+        # ran saw only the rows before it (a functional index before its _func row)
+        self.spaces.install()
         self.sequence.install()          # (its objects are blessed by box.schema)
         self.stat.install()
 
