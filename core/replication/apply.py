@@ -372,7 +372,8 @@ def _changes_a_sync_space(box: ReplicationInstanceApi, rows: list[XRow]) -> bool
         if row.type not in DML_WRITE_TYPES or not row.body:
             continue
         body = unpack(row.body)
-        space = spaces.get(body.get(_SPACE_ID)) if isinstance(body, dict) else None
+        space_id = body.get(_SPACE_ID) if isinstance(body, dict) else None
+        space = spaces.get(space_id) if type(space_id) is int else None
         if space is not None and space.is_sync:
             return True
     return False
