@@ -89,10 +89,14 @@ def test_tarantool_replica_joins_follows_and_catches_up_after_restart(tmp_path):
         replica.stop()
         wait_for(lambda: downstream(master, 2)["status"] == "stopped", 10, "stopped")
         gone = downstream(master, 2)
-        assert gone["message"].startswith(
+        # the replica's close reaches the relay as an EOF, or as a reset (a read
+        # error) when it closed with bytes of ours unread: which one is timing
+        reset = gone["message"].startswith("read(")
+        assert reset or gone["message"].startswith(
             "unexpected EOF when reading from socket, called on fd ")
         assert f"aka 127.0.0.1:{master.port}, peer of 127.0.0.1:" in gone["message"]
-        assert gone["system_message"] == "Broken pipe"      # as 2.6.0 shows it
+        if not reset:
+            assert gone["system_message"] == "Broken pipe"      # as 2.6.0 shows it
         master.eval("for i = 200, 260 do box.space.test:insert{i, 'down' .. i, i} end")
         master.eval("box.snapshot()")
         master.eval("box.begin() for i = 300, 320 do box.space.test:insert{i, 'b' .. i, 0} "
