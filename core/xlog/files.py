@@ -64,6 +64,15 @@ def list_files(dirname: str, ext: str = ".xlog") -> list[XdirFile]:
     return sorted(found, key=lambda f: f.signature)
 
 
+def dir_rows(dirname: str, ext: str = ".xlog") -> list[XRow]:
+    """Every row of the finished `ext` files of `dirname`, oldest file first."""
+    rows: list[XRow] = []
+    for entry in list_files(dirname, ext):
+        with XlogReader(entry.path) as reader:
+            rows.extend(reader.rows())
+    return rows
+
+
 def list_inprogress(dirname: str) -> list[str]:
     return sorted(os.path.join(dirname, name) for name in os.listdir(dirname)
                   if name.endswith(INPROGRESS_SUFFIX))

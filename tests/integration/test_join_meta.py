@@ -11,7 +11,7 @@ from __future__ import annotations
 from spindle.core.iproto import replication as wire
 from spindle.core.iproto.constants import IprotoType
 from spindle.core.iproto.request import decode_synchro_body
-from spindle.core.xlog.files import XlogReader, list_files
+from spindle.core.xlog.files import dir_rows
 
 from .cluster import Cluster, wait_for
 from .election import election
@@ -22,16 +22,8 @@ REPLICA = "33333333-3333-4333-8333-333333333333"
 RAFT, PROMOTE, JOIN_META, JOIN_SNAPSHOT = 30, 31, 71, 72
 
 
-def _rows(workdir, ext):
-    rows = []
-    for entry in list_files(str(workdir), ext):
-        with XlogReader(entry.path) as reader:
-            rows.extend(reader.rows())
-    return rows
-
-
 def _promote_terms(workdir) -> list[int]:
-    return [decode_synchro_body(row.body).term for row in _rows(workdir, ".xlog")
+    return [decode_synchro_body(row.body).term for row in dir_rows(str(workdir), ".xlog")
             if row.type == IprotoType.PROMOTE]
 
 
@@ -84,7 +76,7 @@ def test_a_spindle_joiner_knows_term_and_limbo_owner_once_joined(tmp_path):
         assert replica.eval("return box.info.synchro.queue.owner") == 1
         assert "RAFT: message" not in replica.output()
         # the snapshot made at the end of the join keeps the term
-        snap = [row for row in _rows(replica.workdir, ".snap") if row.type == RAFT]
+        snap = [row for row in dir_rows(str(replica.workdir), ".snap") if row.type == RAFT]
         assert [wire.decode_raft(row).term for row in snap] == [3]
         replica.restart()
         assert election(replica)["term"] == 3
@@ -101,5 +93,5 @@ def test_without_election_the_joiner_writes_nothing_2_6_0_cannot_read(tmp_path):
         wait_for(lambda: replica.upstream_status(1) == "follow", 30, "the replica to follow")
         assert election(replica) == {"state": "follower", "term": 1, "vote": 0, "leader": 0}
         replica.eval("box.snapshot()")
-        rows = _rows(replica.workdir, ".snap") + _rows(replica.workdir, ".xlog")
+        rows = dir_rows(str(replica.workdir), ".snap") + dir_rows(str(replica.workdir), ".xlog")
         assert rows and not [row for row in rows if row.type in (RAFT, PROMOTE)]

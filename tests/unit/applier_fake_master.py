@@ -26,7 +26,7 @@ from spindle.core.iproto.request import encode_dml_body
 from spindle.core.iproto.xrow import XRow, decode_frame_length, decode_row
 from spindle.core.net.protocol import FrameReader, encode_error
 from spindle.core.wal.writer import WalWriter
-from spindle.core.xlog.files import XlogReader, list_files
+from spindle.core.xlog.files import dir_rows
 
 WIRE = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "tarantool-2.6" / "wire"
 
@@ -333,11 +333,7 @@ def wait_state(applier, state, timeout: float = 10.0) -> None:
 
 
 def wal_rows(path) -> list:
-    rows = []
-    for entry in list_files(str(path), ".xlog"):
-        with XlogReader(entry.path) as reader:
-            rows.extend(reader.rows())
-    return rows
+    return dir_rows(str(path), ".xlog")
 
 
 def bootstrap(applier) -> None:

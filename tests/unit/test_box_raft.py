@@ -14,21 +14,13 @@ from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.iproto.replication import decode_raft, encode_raft
 from spindle.core.iproto.xrow import XRow
 from spindle.core.raft.raft import RaftMsg, RaftState
-from spindle.core.xlog.files import XlogReader, list_files
+from spindle.core.xlog.files import XlogReader, dir_rows, list_files
 
 
 def _cfg(tmp_path, **options):
     cfg = defaults()
     cfg.update(work_dir=str(tmp_path), **options)
     return cfg
-
-
-def _rows(tmp_path, ext):
-    rows = []
-    for entry in list_files(str(tmp_path), ext):
-        with XlogReader(entry.path) as reader:
-            rows.extend(reader.rows())
-    return rows
 
 
 def _raft_rows(rows):
@@ -57,9 +49,9 @@ def test_a_lone_candidate_elects_itself_and_persists_first(sched, tmp_path):
         _wait(sched, lambda: box.limbo.promote_term_map.get(1) == 2)
         seen["elected"] = (box.info()["election"], box.read_only, box.ro_reason,
                            box.vclock.get(0))
-        seen["wal"] = _raft_rows(_rows(tmp_path, ".xlog"))
+        seen["wal"] = _raft_rows(dir_rows(str(tmp_path), ".xlog"))
         seen["promote"] = [(row.replica_id, row.lsn, row.body_map())
-                           for row in _rows(tmp_path, ".xlog") if row.type == IprotoType.PROMOTE]
+                           for row in dir_rows(str(tmp_path), ".xlog") if row.type == IprotoType.PROMOTE]
         seen["owner"] = box.limbo.owner_id
         box.snapshot()
         box.stop()
@@ -106,7 +98,7 @@ def test_election_off_writes_no_raft_row(sched, tmp_path):
     sched.run(main)
     assert seen == {"info": {"state": "follower", "term": 1, "vote": 0, "leader": 0},
                     "ro": False}
-    assert not _raft_rows(_rows(tmp_path, ".xlog") + _rows(tmp_path, ".snap"))
+    assert not _raft_rows(dir_rows(str(tmp_path), ".xlog") + dir_rows(str(tmp_path), ".snap"))
 
 
 def test_a_voter_is_read_only_and_reconfiguration_applies(sched, tmp_path):
