@@ -371,7 +371,10 @@ def _changes_a_sync_space(box: ReplicationInstanceApi, rows: list[XRow]) -> bool
     for row in rows:
         if row.type not in DML_WRITE_TYPES or not row.body:
             continue
-        body = unpack(row.body)
+        try:
+            body = unpack(row.body)
+        except BoxError:
+            continue        # garbage: the rows are applied as they came, and refused there
         space_id = body.get(_SPACE_ID) if isinstance(body, dict) else None
         space = spaces.get(space_id) if type(space_id) is int else None
         if space is not None and space.is_sync:
