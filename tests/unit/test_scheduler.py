@@ -541,9 +541,12 @@ def socket_reader(sched):
     b.close()
 
 
-def test_yield_turn_with_io_ready_goes_through_the_loop(sched, run, socket_reader):
+def test_yield_turn_with_io_ready_goes_through_the_loop(sched, run, socket_reader,
+                                                       monkeypatch):
     """A fiber woken by ready I/O runs at the caller's next yield, as after sleep(0)
-    (were the iteration skipped, it would wait one more)."""
+    (were the iteration skipped, it would wait one more). YIELD_IO_CHECK is 0 here:
+    every yield_turn looks for I/O (the loop's own poll counts as a look)."""
+    monkeypatch.setattr(scheduler_module, "YIELD_IO_CHECK", 0)
     order, b, reader = socket_reader
 
     def main():
@@ -607,3 +610,171 @@ def test_yield_turn_starts_a_new_watchdog_segment(monkeypatch, yields):
     sched.run(main)
     assert [name for name, _ in sched.stalls] == ([] if yields else ["main"])
     sched.close()
+
+
+# ------------------------------------------------ hand-off between fibers (no hub)
+
+def _count_calls(monkeypatch, obj, name) -> list:
+    calls = []
+    original = getattr(obj, name)
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+    monkeypatch.setattr(obj, name, counted)
+    return calls
+
+
+def test_a_batch_is_a_chain_each_yield_resumes_the_next(monkeypatch):
+    """Ten fibers yielding 20 times each: every loop iteration runs all ten in order,
+    and the hub switches into only the first of each batch (each one's yield hands
+    the CPU straight to the next, as Tarantool chains its ready fibers). YIELD_IO_CHECK
+    0: no batch starts without the loop's poll."""
+    monkeypatch.setattr(scheduler_module, "YIELD_IO_CHECK", 0)
+    sched = Scheduler()
+    order = []
+
+    def worker(number):
+        for _ in range(20):
+            order.append(number)
+            sched.sleep(0)
+
+    def main():
+        for number in range(10):
+            sched.spawn(worker, number, start=False)
+    switches = _count_calls(monkeypatch, sched, "_switch_into")
+    sched.run(main)
+    sched.close()
+    assert order == list(range(10)) * 20
+    # main; the first batch: a new greenlet is started by the hub only (ten); one per
+    # later batch (19); each end of a fiber goes back to the hub (ten)
+    assert len(switches) == 1 + 10 + 19 + 10
+
+
+@pytest.mark.parametrize("interval,chained", [(3600.0, True), (0, False)])
+def test_fibers_woken_in_a_batch_run_next_without_the_loop(monkeypatch, interval,
+                                                           chained):
+    """Two fibers in a fiber.cond ping-pong, 1000 rounds: while the loop looked for
+    I/O less than YIELD_IO_CHECK ago, the fiber a batch woke runs as the next batch
+    at once (no poll between); with YIELD_IO_CHECK 0, every batch follows a poll.
+    (A stepped clock: a slow machine cannot close the window.)"""
+    monkeypatch.setattr(scheduler_module, "YIELD_IO_CHECK", interval)
+    monkeypatch.setattr(scheduler_module, "time", SteppedMonotonic())
+    sched = Scheduler()
+    ping, pong = Cond(sched), Cond(sched)
+    rounds = []
+
+    def ponger():
+        for _ in range(1000):
+            ping.wait()
+            pong.signal()
+
+    def main():
+        sched.spawn(ponger)
+        for number in range(1000):
+            ping.signal()
+            pong.wait()
+            rounds.append(number)
+    polls = _count_calls(monkeypatch, sched._poller, "poll")
+    sched.run(main)
+    sched.close()
+    assert len(rounds) == 1000
+    if chained:
+        assert len(polls) < 10
+    else:
+        assert len(polls) >= 2000
+
+
+def _ping_pong_until(sched, done) -> int:
+    """Run two fibers in a fiber.cond ping-pong until done() (at most 10^6 rounds);
+    returns the rounds run."""
+    ping, pong = Cond(sched), Cond(sched)
+    count = [0]
+
+    def ponger():
+        while not done() and count[0] < 10**6:
+            ping.wait()
+            pong.signal()
+
+    def pinger():
+        while not done() and count[0] < 10**6:
+            count[0] += 1
+            ping.signal()
+            pong.wait()
+        ping.signal()       # the ponger's last wait
+    a = sched.spawn(ponger, start=False)
+    b = sched.spawn(pinger, start=False)
+    for fiber in (a, b):
+        fiber.set_joinable(True)
+    for fiber in (b, a):
+        fiber.join()
+    return count[0]
+
+
+def test_a_chain_of_batches_lets_timers_and_thread_calls_in(monkeypatch):
+    """A due timer and a callback from another thread end a chain of batches at
+    once (the next batch goes through the loop), however long ago I/O was looked at
+    (YIELD_IO_CHECK is an hour here)."""
+    monkeypatch.setattr(scheduler_module, "YIELD_IO_CHECK", 3600.0)
+    sched = Scheduler()
+    woke, called = [], []
+
+    def sleeper():
+        sched.sleep(0.001)
+        woke.append(True)
+
+    def main():
+        sched.spawn(sleeper)
+        rounds = _ping_pong_until(sched, lambda: woke)
+        thread = threading.Thread(
+            target=lambda: sched.call_soon_threadsafe(called.append, True))
+        thread.start()
+        rounds += _ping_pong_until(sched, lambda: called)
+        thread.join()
+        return rounds
+    rounds = sched.run(main)
+    sched.close()
+    assert woke and called and rounds < 2 * 10**6
+
+
+def test_a_chain_of_batches_looks_for_io_every_interval(monkeypatch):
+    """A fiber waiting for a readable socket runs while two others ping-pong for ever:
+    the chain of batches ends once YIELD_IO_CHECK has passed since the loop's last
+    poll (100 readings of the stepped clock at 1 µs)."""
+    monkeypatch.setattr(scheduler_module, "YIELD_IO_CHECK", 0.0001)
+    monkeypatch.setattr(scheduler_module, "time", SteppedMonotonic())
+    sched = Scheduler()
+    order = []
+    a, b = socket.socketpair()
+
+    def reader():
+        sched.wait_io(a, selectors.EVENT_READ)
+        order.append("reader")
+
+    def main():
+        sched.spawn(reader)
+        b.send(b"x")
+        return _ping_pong_until(sched, lambda: order)
+    rounds = sched.run(main)
+    sched.close()
+    a.close()
+    b.close()
+    assert order == ["reader"] and rounds < 10**6
+
+
+def test_the_watchdog_times_each_fiber_of_a_chain(capsys):
+    """A fiber that stalls and then hands the CPU to the next of its batch is logged
+    by name; the next one starts a segment of its own."""
+    sched = Scheduler()
+
+    def hog():
+        time.sleep(0.08)   # a deliberate stall: no yield for 80 ms
+        sched.sleep(0)
+
+    def main():
+        sched.spawn(hog, name="hog", start=False)
+        sched.spawn(lambda: None, name="next", start=False)
+    sched.run(main)
+    sched.close()
+    assert "hog" in [name for name, _ in sched.stalls]
+    assert "fiber 'hog'" in capsys.readouterr().err
