@@ -15,7 +15,10 @@ per row. `--profile` prints a cProfile of each measured part. The collector runs
 the thresholds a server sets (shell/launcher.py), Python's defaults with
 `--gc-default`. `--first-lsn`: the LSN of the first row sent (default right after
 the capture's vclock, small LSNs; 65536 or more gives the uint32 LSNs a master sends
-once past its first 65535 rows, those of most rows in a long benchmark).
+once past its first 65535 rows, those of most rows in a long benchmark). The rows
+between the capture's vclock and it are sent first, as NOPs, and applied before the
+measured stream starts: the applier refuses a stream with an LSN hole. (`--recovery`
+then also reads and skips those NOPs: their cost is in its figure.)
 """
 from __future__ import annotations
 
@@ -44,7 +47,8 @@ from spindle.core.wal.recovery import _Recovery  # noqa: E402
 from spindle.core.xlog.format import XLOG  # noqa: E402
 from spindle.shell.launcher import COLLECTOR_THRESHOLDS  # noqa: E402
 
-FIRST_LSN = 15          # the capture's joined vclock is {1: 14}
+CAPTURE_LSN = 14        # the capture's joined vclock is {1: 14}
+FIRST_LSN = CAPTURE_LSN + 1
 SPACE = 512             # the capture's user space (unsigned primary key)
 
 
@@ -75,16 +79,33 @@ def stream_bytes(rows: int, per_txn: int, prepared: int | None = None) -> bytes:
     return b"".join(frames[:rows])
 
 
+def nop_prefix(per_txn: int = 100) -> bytes:
+    """NOP rows from right after the capture's vclock up to FIRST_LSN - 1, in
+    transactions of `per_txn`: what brings the replica to a later --first-lsn."""
+    frames = []
+    for lsn in range(CAPTURE_LSN + 1, FIRST_LSN):
+        i = lsn - CAPTURE_LSN - 1
+        frames.append(row_frame(IprotoType.NOP, lsn, tsn=lsn - i % per_txn,
+                                commit=i % per_txn == per_txn - 1 or lsn == FIRST_LSN - 1))
+    return b"".join(frames)
+
+
 def replicate(tmp: Path, rows: int, per_txn: int, profile: bool,
               stream_rows: int | None = None) -> float:
     sched = Scheduler()
     capture = Capture("join-subscribe")
     master = FakeMaster(sched, capture)
     data = stream_bytes(rows, per_txn, stream_rows)
+    prefix = nop_prefix()
     last_lsn = FIRST_LSN + rows - 1
     measured = {}
+    replica = {}
 
     def stream(session):
+        if prefix:
+            session.send(prefix)
+            while replica["box"].vclock.get(1) < FIRST_LSN - 1:
+                sched.sleep(0.01)
         measured["start"] = time.process_time()
         session.send(data)
         master.heartbeats(session)
@@ -93,6 +114,7 @@ def replicate(tmp: Path, rows: int, per_txn: int, profile: bool,
     def main():
         try:
             box, applier = joined_replica(sched, tmp, master)
+            replica["box"] = box
             profiler = profiled(profile)
             applier.applier_resume()
             while box.vclock.get(1) < last_lsn:
