@@ -530,6 +530,7 @@ class BoxError(Exception):
     errno: int                      # a SystemError's errno
     system_message: str | None      # strerror(errno), as box.info shows it
     prev: BoxError | None           # the error it was raised after (error stack)
+    sync: int                       # a bad packet header's SYNC read before the defect
 
     def __init__(self, message: str, code: int | None = None):
         super().__init__(message)

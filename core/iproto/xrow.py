@@ -48,7 +48,7 @@ _unpack_double = struct.Struct(">d").unpack_from
 # and their MsgPack types from this table. The quick readers: read_rows (every
 # usual header, one or a block's worth; usual_header for one), relay_header (the
 # relay's layout at its fixed places) and the RELAY_HEADER pattern (wire_tx's scan
-# of a block); the strict one: _decode_header, which judges whatever they refuse.
+# of a block); the strict one: decode_header, which judges whatever they refuse.
 
 class HeaderKey(NamedTuple):
     key: int            # the IprotoKey
@@ -77,15 +77,23 @@ assert all(IPROTO_KEY_TYPE[field.key] is field.mp_type for field in HEADER_LAYOU
  KEY_SCHEMA_VERSION) = (bytes((field.key,)) for field in HEADER_LAYOUT)
 TIMESTAMP_HEAD = KEY_TIMESTAMP + b"\xcb"         # the key and the marker of its double
 FLAGS_COMMIT = KEY_FLAGS + bytes((IprotoFlag.COMMIT,))     # FLAGS: COMMIT, both fixints
-# the uint fields a header sets directly, by key (TSN and FLAGS make tsn/is_commit)
-HEADER_UINT_ATTRS = {field.key: field.attr for field in HEADER_LAYOUT
-                     if field.mp_type is MpType.UINT and field.key not in (IprotoKey.TSN,
-                                                                          IprotoKey.FLAGS)}
 # by a key's byte (a fixint key, 0..255): whether it is a header key holding a uint
 # (TIMESTAMP has its own branch in every decoder)
 HEADER_KEY_IS_UINT = tuple(any(field.key == key and field.mp_type is MpType.UINT
                                for field in HEADER_LAYOUT) for key in range(256))
-# read_rows' list of a header's values, one slot per key (the keys are 0..9): what
+# The fields 2.6.0's struct xrow_header keeps in a uint32_t: a larger value wraps.
+HEADER_U32_ATTRS = frozenset(("type", "replica_id", "group_id", "schema_version"))
+HEADER_KEY_IS_U32 = tuple(any(field.key == key and field.attr in HEADER_U32_ATTRS
+                              for field in HEADER_LAYOUT) for key in range(256))
+_U32 = 0xFFFFFFFF
+# by a key's byte: the wide uint markers read_rows takes for it (none for a key that
+# holds no uint; no 0xcf for a uint32_t field, whose wrap the strict decoder does)
+HEADER_WIDE_MARKERS = tuple(
+    frozenset() if not HEADER_KEY_IS_UINT[key]
+    else UINT_WIDE_MARKERS - {0xCF} if HEADER_KEY_IS_U32[key]
+    else UINT_WIDE_MARKERS
+    for key in range(256))
+# read_rows' and decode_header's list of a header's values, one slot per key (the keys are 0..9): what
 # a key left out of the header means, 0 (0.0 for TIMESTAMP), and None for the TSN
 # field (absent: a single-statement transaction, which a TSN field of 0 is not)
 EMPTY_HEADER: list[Any] = [
@@ -292,8 +300,18 @@ def decode_frame_length(buf: bytes, pos: int = 0) -> tuple[int, int] | None:
     return length, size
 
 
-def _decode_header(buf: bytes, pos: int, end: int) -> tuple[XRow, int]:
-    """Strict header decode; raises ER_INVALID_MSGPACK "packet header"."""
+def decode_header(buf, pos: int, end: int) -> tuple[XRow, int]:
+    """xrow_header_decode of 2.6.0, the one strict decoder of a row header (a
+    request's, a reply's, a replicated or logged row's): a map whose known keys hold
+    their MsgPack types, unknown keys skipped by msgpuck's rules (0xc1 passes as a
+    one-byte value), the uint32_t fields wrapped. Any defect raises
+    ER_INVALID_MSGPACK "packet header" with `.sync` set to the SYNC read before it,
+    the sync 2.6.0 answers such a packet with — 0 when the header is not whole
+    MsgPack, which 2.6.0 checks before it reads a field (checked here on the error
+    path only: a header whose every field reads is whole)."""
+    start = pos
+    fields: list[Any] = EMPTY_HEADER.copy()
+    is_uint, is_u32 = HEADER_KEY_IS_UINT, HEADER_KEY_IS_U32
     try:
         first = buf[pos]
         if 0x80 <= first <= 0x8F:
@@ -304,36 +322,34 @@ def _decode_header(buf: bytes, pos: int, end: int) -> tuple[XRow, int]:
             size, pos = _unpack_u32(buf, pos + 1)[0], pos + 5
         else:
             raise MsgpackError("header is not a map")
-        values: dict[str, Any] = dict.fromkeys(HEADER_UINT_ATTRS.values(), 0)
-        timestamp = 0.0
-        tsn_field = None
-        flags = 0
         for _ in range(size):
             key, pos = decode_uint(buf, pos)
             if key >= IPROTO_KEY_MAX or MP_TYPE_OF_BYTE[buf[pos]] is not IPROTO_KEY_TYPE[key]:
                 raise MsgpackError(f"bad header key {key}")
-            if key == IprotoKey.TIMESTAMP:
-                timestamp = _unpack_double(buf, pos + 1)[0]
+            if key == _TIMESTAMP:
+                fields[_TIMESTAMP] = _unpack_double(buf, pos + 1)[0]
                 pos += 9
-            elif key in HEADER_UINT_ATTRS:
-                values[HEADER_UINT_ATTRS[key]], pos = decode_uint(buf, pos)
-            elif key == IprotoKey.TSN:
-                tsn_field, pos = decode_uint(buf, pos)
-            elif key == IprotoKey.FLAGS:
-                flags, pos = decode_uint(buf, pos)
+            elif is_uint[key]:
+                value, pos = decode_uint(buf, pos)
+                fields[key] = value & _U32 if is_u32[key] else value
             else:
-                pos = mp_next(buf, pos, end)
+                pos = mp_next(buf, pos, end, allow_c1=True)
             if pos > end:
                 raise MsgpackError("header overruns the packet")
     except (IndexError, struct.error, MsgpackError) as exc:
-        raise invalid_msgpack("packet header") from exc
-    lsn = values["lsn"]
-    row = XRow(timestamp=timestamp, **values)
+        error = invalid_msgpack("packet header")
+        try:
+            mp_next(buf, start, end, allow_c1=True)
+            error.sync = fields[IprotoKey.SYNC]
+        except (IndexError, struct.error, MsgpackError):
+            error.sync = 0
+        raise error from exc
+    rtype, sync, replica_id, lsn, timestamp, schema, _, group_id, tsn_field, flags = fields
     if tsn_field is None:
-        row.tsn, row.is_commit = lsn, True
-    else:
-        row.tsn, row.is_commit = tsn_of(lsn, tsn_field), bool(flags & IprotoFlag.COMMIT)
-    return row, pos
+        return XRow(rtype, None, replica_id, lsn, timestamp, group_id, lsn, True, sync,
+                    schema), pos
+    return XRow(rtype, None, replica_id, lsn, timestamp, group_id, tsn_of(lsn, tsn_field),
+                bool(flags & IprotoFlag.COMMIT), sync, schema), pos
 
 
 def _body_end(buf: bytes, pos: int, end: int) -> int:
@@ -357,7 +373,7 @@ def decode_row(buf: bytes, pos: int = 0, end: int | None = None, *,
         end = len(buf)
     if pos >= end:
         raise invalid_msgpack("packet header")
-    row, pos = _decode_header(buf, pos, end)
+    row, pos = decode_header(buf, pos, end)
     if pos < end and row.type != IprotoType.NOP:
         body_end = _body_end(buf, pos, end)
         row.body = bytes(buf[pos:body_end])
@@ -458,7 +474,7 @@ SHORTEST_FROM0 = (_NO_SIZE, 0) + SHORTEST_FROM[2:]
 
 def usual_header(buf: bytes, pos: int = 0) -> tuple[XRow, int]:
     """The row (no body yet) of the header at `pos` and the position after it, as
-    _decode_header reads it, for the headers read_rows reads; NotUsual for anything
+    decode_header reads it, for the headers read_rows reads; NotUsual for anything
     else, which the strict decoder then judges. The replication stream
     (request.decode_dml_packet) and the iproto server (net/requests) read here."""
     row, end = read_rows(buf, pos, None)
@@ -472,7 +488,7 @@ def read_rows(buf: bytes, pos: int, rows: list[XRow] | None) -> tuple[XRow | Non
     to the end of `buf` (an xlog block payload) with its body, appended to it; the
     answer is then (None, len(buf)).
 
-    It takes what _decode_header takes and gives what it gives, for fixmap headers
+    It takes what decode_header takes and gives what it gives, for fixmap headers
     whose keys are fixints of the uint fields and TIMESTAMP with the MsgPack types
     HEADER_LAYOUT gives them: every row 2.6.0 or Spindle writes, every usual request.
     NotUsual (or an IndexError, struct.error, MsgpackError of a cut header) for
@@ -487,7 +503,7 @@ def read_rows(buf: bytes, pos: int, rows: list[XRow] | None) -> tuple[XRow | Non
         read_bytes, skip, tell = unpacker.read_bytes, unpacker.skip, unpacker.tell
         append = rows.append
         base = pos                  # (the unpacker counts from `pos`)
-    empty, is_uint, wide = EMPTY_HEADER, HEADER_KEY_IS_UINT, UINT_WIDE_MARKERS
+    empty, is_uint, wide = EMPTY_HEADER, HEADER_KEY_IS_UINT, HEADER_WIDE_MARKERS
     while True:
         first = buf[pos]
         if first & 0xF0 != 0x80:
@@ -508,9 +524,7 @@ def read_rows(buf: bytes, pos: int, rows: list[XRow] | None) -> tuple[XRow | Non
                     raise NotUsual()
                 fields[_TIMESTAMP] = _unpack_double(buf, p + 2)[0]
                 p += 10
-            elif marker in wide:
-                if not is_uint[key]:
-                    raise NotUsual()
+            elif marker in wide[key]:
                 fields[key], p = decode_uint(buf, p + 1)
             else:
                 raise NotUsual()
@@ -557,7 +571,7 @@ def decode_rows_strict(payload: bytes) -> list[XRow]:
     pos = 0
     while pos < end:
         try:
-            row, body_pos = _decode_header(payload, pos, end)
+            row, body_pos = decode_header(payload, pos, end)
             unpacker.read_bytes(body_pos - pos)
             if body_pos < end and row.type != IprotoType.NOP:
                 try:

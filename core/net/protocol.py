@@ -23,7 +23,7 @@ from typing import Any, NamedTuple, TypeVar
 import msgpack
 
 from spindle.core.iproto.constants import (
-    IPROTO_BODY_LEN_MAX, IPROTO_KEY_MAX, IPROTO_KEY_TYPE, IprotoKey, IprotoType, MpType,
+    IPROTO_BODY_LEN_MAX, IprotoType, MpType,
 )
 from spindle.core.iproto.errors import (BoxError, ClientError, ErrorCode, error_location,
                                         iproto_code)
@@ -31,7 +31,7 @@ from spindle.core.iproto.msgpack import (
     MP_TYPE_OF_BYTE, MsgpackError, MsgpackRaw, decode_uint as _decode_uint, ext_hook, mp_next,
     needs_exact, pack, unpack_exact,
 )
-from spindle.core.iproto.xrow import XRow
+from spindle.core.iproto.xrow import XRow, decode_header
 
 # Largest packet (header + body) accepted; 2.6.0 refuses a longer one with
 # "too big packet size in the header" and closes the connection.
@@ -40,9 +40,7 @@ READAHEAD_DEFAULT = 16320          # box.cfg.readahead default
 _RECV_CHUNK_MAX = 4 << 20          # one recv() never asks for more than this
 
 _pack_u32 = struct.Struct(">I").pack
-_unpack_u16 = struct.Struct(">H").unpack_from
 _unpack_u32 = struct.Struct(">I").unpack_from
-_unpack_double = struct.Struct(">d").unpack_from
 _U32 = 0xFFFFFFFF
 
 
@@ -148,49 +146,6 @@ def _bad_header(sync: int) -> PacketError:
                                     "packet header"), sync)
 
 
-_HEADER_FIELDS: dict[int, str] = {IprotoKey.REQUEST_TYPE: "type", IprotoKey.SYNC: "sync",
-                  IprotoKey.REPLICA_ID: "replica_id", IprotoKey.LSN: "lsn",
-                  IprotoKey.SCHEMA_VERSION: "schema_version", IprotoKey.GROUP_ID: "group_id",
-                  IprotoKey.TSN: "tsn", IprotoKey.FLAGS: "flags"}
-# C fields these land in are uint32_t: larger values wrap.
-_U32_FIELDS = frozenset({"type", "replica_id", "schema_version", "group_id"})
-
-
-def _decode_header(data, end: int) -> tuple[dict, int]:
-    """xrow_header_decode's strict rules; PacketError carries the SYNC read so far."""
-    try:
-        header_end = mp_check(data, 0, end)
-    except MsgpackError:
-        raise _bad_header(0) from None
-    first = data[0]
-    if 0x80 <= first <= 0x8F:
-        size, pos = first & 0x0F, 1
-    elif first == 0xDE:
-        size, pos = _unpack_u16(data, 1)[0], 3
-    elif first == 0xDF:
-        size, pos = _unpack_u32(data, 1)[0], 5
-    else:
-        raise _bad_header(0)
-    fields: dict[str, Any] = {}
-    try:
-        for _ in range(size):
-            key, pos = _decode_uint(data, pos)
-            if key >= IPROTO_KEY_MAX or MP_TYPE_OF_BYTE[data[pos]] is not IPROTO_KEY_TYPE[key]:
-                raise MsgpackError(f"bad header key {key}")
-            name = _HEADER_FIELDS.get(key)
-            if key == IprotoKey.TIMESTAMP:
-                fields["timestamp"] = _unpack_double(data, pos + 1)[0]
-                pos += 9
-            elif name is not None:
-                value, pos = _decode_uint(data, pos)
-                fields[name] = value & _U32 if name in _U32_FIELDS else value
-            else:
-                pos = mp_check(data, pos, header_end)
-    except MsgpackError:
-        raise _bad_header(fields.get("sync", 0)) from None
-    return fields, header_end
-
-
 def _decode_body(data, pos: int, end: int, sync: int) -> tuple[Any, int]:
     view = memoryview(data)[pos:end]
     if needs_exact(data, pos):
@@ -227,26 +182,17 @@ def decode_packet(data: bytes) -> Packet:
     end = len(data)
     if end == 0:
         raise _bad_header(0)
-    fields, pos = _decode_header(data, end)
-    sync = fields.get("sync", 0)
+    try:
+        row, pos = decode_header(data, 0, end)
+    except ClientError as exc:
+        raise _bad_header(getattr(exc, "sync", 0)) from None
     body: Any = NO_BODY
-    raw_body = None
     if pos < end:
-        body, body_end = _decode_body(data, pos, end, sync)
+        body, body_end = _decode_body(data, pos, end, row.sync)
         if body_end != end:
             raise PacketError(client_error(Where.XROW_BODY_END, ErrorCode.ER_INVALID_MSGPACK,
-                                           "packet body"), sync)
-        raw_body = bytes(data[pos:end])
-    lsn = fields.get("lsn", 0)
-    tsn_field = fields.get("tsn")
-    row = XRow(type=fields.get("type", 0), body=raw_body, sync=sync,
-               schema_version=fields.get("schema_version", 0),
-               replica_id=fields.get("replica_id", 0), lsn=lsn,
-               timestamp=fields.get("timestamp", 0.0), group_id=fields.get("group_id", 0))
-    if tsn_field is None:
-        row.tsn, row.is_commit = lsn, True
-    else:
-        row.tsn, row.is_commit = lsn - tsn_field, bool(fields.get("flags", 0) & 1)
+                                           "packet body"), row.sync)
+        row.body = bytes(data[pos:end])
     return Packet(row, body)
 
 

@@ -201,7 +201,7 @@ values = st.recursive(
 
 
 @settings(max_examples=300)
-@given(st.integers(0, 2**32), st.integers(0, 2**64 - 1), st.integers(0, 31),
+@given(st.integers(0, 2**32 - 1), st.integers(0, 2**64 - 1), st.integers(0, 31),
        st.integers(0, 2**63), st.floats(allow_nan=False, allow_infinity=False),
        st.integers(0, 1), st.integers(0, 5), st.booleans(), st.lists(values, max_size=4))
 def test_row_round_trip(rtype, sync, replica_id, lsn, tm, group_id, tsn_back, commit, body):
@@ -386,3 +386,38 @@ def test_mutated_payloads_decode_as_the_strict_decoder_decodes_them(where, byte,
     where %= len(payload)
     mutated = payload[:where] if cut else payload[:where] + bytes((byte,)) + payload[where + 1:]
     assert _outcome(decode_rows, mutated) == _outcome(decode_rows_strict, mutated)
+
+
+# ------------------------------------------- the one strict header decoder (xrow)
+
+def test_strict_header_wraps_the_uint32_fields_as_2_6_0_does():
+    """type, replica_id, group_id and schema_version are uint32_t in 2.6.0's
+    struct xrow_header: a larger value wraps; sync and lsn do not. read_rows leaves
+    such a header to the strict decoder."""
+    from spindle.core.iproto.xrow import NotUsual, decode_header, usual_header
+    big = b"\xcf" + ((1 << 32) + 2).to_bytes(8, "big")
+    wide = b"\xcf" + ((1 << 40) + 7).to_bytes(8, "big")
+    raw = b"\x86\x00" + big + b"\x01" + wide + b"\x02" + big + b"\x03" + wide \
+        + b"\x05" + big + b"\x07" + big
+    row, end = decode_header(raw, 0, len(raw))
+    assert end == len(raw)
+    assert (row.type, row.replica_id, row.schema_version, row.group_id) == (2, 2, 2, 2)
+    assert (row.sync, row.lsn) == ((1 << 40) + 7, (1 << 40) + 7)
+    with pytest.raises(NotUsual):
+        usual_header(raw)
+    narrow = b"\x83\x00\xce\x00\x00\x00\x02\x01\x05\x03\xcf" + (1 << 40).to_bytes(8, "big")
+    assert usual_header(narrow)[0] == decode_header(narrow, 0, len(narrow))[0]
+
+
+def test_strict_header_error_carries_the_sync_read_before_it():
+    """A key of the wrong type after SYNC: the error names the sync read (2.6.0
+    answers with it); a header that is not whole MsgPack fails before any field is
+    read (2.6.0 checks it first): sync 0."""
+    from spindle.core.iproto.errors import ClientError
+    from spindle.core.iproto.xrow import decode_header
+    with pytest.raises(ClientError) as bad_type:
+        decode_header(b"\x82\x01\x2a\x00\xa1x", 0, 6)
+    assert bad_type.value.sync == 42 and "packet header" in str(bad_type.value)
+    with pytest.raises(ClientError) as cut:
+        decode_header(b"\x83\x01\x2a\x00\x02", 0, 5)
+    assert cut.value.sync == 0
