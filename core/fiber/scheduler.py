@@ -662,8 +662,9 @@ class Scheduler:
         # is left when the CPU comes back here.
         ready_queue = self._ready
         runnable = self._batch_left = len(ready_queue)
-        now = time.monotonic()
-        self._io_check_at = now + YIELD_IO_CHECK     # I/O was just looked at
+        if runnable:
+            now = time.monotonic()
+            self._io_check_at = now + YIELD_IO_CHECK     # I/O was just looked at
         while self._batch_left > 0:
             self._batch_left -= 1
             fiber = ready_queue.popleft()

@@ -762,13 +762,16 @@ def test_a_chain_of_batches_looks_for_io_every_interval(monkeypatch):
     assert order == ["reader"] and rounds < 10**6
 
 
-def test_the_watchdog_times_each_fiber_of_a_chain(capsys):
+def test_the_watchdog_times_each_fiber_of_a_chain(capsys, monkeypatch):
     """A fiber that stalls and then hands the CPU to the next of its batch is logged
-    by name; the next one starts a segment of its own."""
+    by name; the next one starts a segment of its own. (A stepped clock: the stall
+    is 80 ms of it, whatever the machine does.)"""
+    clock = SteppedMonotonic()
+    monkeypatch.setattr(scheduler_module, "time", clock)
     sched = Scheduler()
 
     def hog():
-        time.sleep(0.08)   # a deliberate stall: no yield for 80 ms
+        clock.advance(0.08)     # a stall: no yield for 80 ms of the clock
         sched.sleep(0)
 
     def main():
@@ -776,5 +779,5 @@ def test_the_watchdog_times_each_fiber_of_a_chain(capsys):
         sched.spawn(lambda: None, name="next", start=False)
     sched.run(main)
     sched.close()
-    assert "hog" in [name for name, _ in sched.stalls]
+    assert [name for name, _ in sched.stalls] == ["hog"]
     assert "fiber 'hog'" in capsys.readouterr().err
