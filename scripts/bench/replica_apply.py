@@ -90,6 +90,17 @@ def nop_prefix(per_txn: int = 100) -> bytes:
     return b"".join(frames)
 
 
+def wait_applied(sched, box, lsn: int, timeout: float = 600.0) -> None:
+    """Until the replica's vclock has the master's `lsn` (idle sleeps: they add no
+    CPU time to what is measured); an error after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while box.vclock.get(1) < lsn:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the replica did not reach LSN {lsn} in {timeout:g} s "
+                               f"(vclock {box.vclock.get(1)})")
+        sched.sleep(0.01)
+
+
 def replicate(tmp: Path, rows: int, per_txn: int, profile: bool,
               stream_rows: int | None = None) -> float:
     sched = Scheduler()
@@ -104,8 +115,7 @@ def replicate(tmp: Path, rows: int, per_txn: int, profile: bool,
     def stream(session):
         if prefix:
             session.send(prefix)
-            while replica["box"].vclock.get(1) < FIRST_LSN - 1:
-                sched.sleep(0.01)
+            wait_applied(sched, replica["box"], FIRST_LSN - 1)
         measured["start"] = time.process_time()
         session.send(data)
         master.heartbeats(session)
@@ -117,8 +127,7 @@ def replicate(tmp: Path, rows: int, per_txn: int, profile: bool,
             replica["box"] = box
             profiler = profiled(profile)
             applier.applier_resume()
-            while box.vclock.get(1) < last_lsn:
-                sched.sleep(0.01)       # (idle: adds no CPU time to what is measured)
+            wait_applied(sched, box, last_lsn)
             measured["cpu"] = time.process_time() - measured["start"]
             report(profiler)
             applier.applier_stop()
