@@ -198,6 +198,10 @@ PROBES = {
     "upsert nothing": one({0: 9, 1: 7}, {}),
     "delete no key": one({0: 5, 1: 7}, body(sp=512)),
     "type 257 is select": one({0: 257, 1: 6}),
+    # uint32_t fields of 2.6.0's xrow_header: a wider value wraps (xrow.decode_header)
+    "type 2**32+64 is ping": one({0: 2 ** 32 + 64, 1: 6}),
+    "schema 2**32 is no schema": one({0: 64, 1: 5, 5: 2 ** 32}),
+    "schema 2**32+1 mismatches": one({0: 1, 1: 5, 5: 2 ** 32 + 1}, body(sp=512, lim=1, key=[])),
     "call no body": one({0: 10, 1: 8}),
     "call empty": one({0: 10, 1: 8}, {}),
     "call name int": one({0: 10, 1: 8}, body(fn=5)),
