@@ -10,7 +10,8 @@ Names follow the seed, so it can be read beside this file. The JOIN stages
 
 Per transaction a master with replicas pays little for them: rows written within
 COALESCE_WINDOW of the last send wait for the rest of it (`relay_hold_back`; never
-while synchronous transactions are pending), so a stream of small transactions goes
+while synchronous transactions are pending or a Raft message waits to go out),
+so a stream of small transactions goes
 out in a few writes and comes back as a few ACKs; the tail's rows are framed from
 the bytes the WAL wrote, runs of them at once (wire_tx.WireRun); ACKs read together
 are processed as their newest one (`relay_process_acks`).
@@ -629,11 +630,19 @@ def relay_hold_back(relay: Relay) -> bool:
     — most of its CPU per 1-row transaction with a replica attached. Rows wait at
     most that long; a trickle of transactions goes out at once, and nothing
     written while synchronous transactions are pending waits (the tail marks such
-    batches urgent: one written during the hold ends it)."""
+    batches urgent: one written during the hold ends it).
+
+    Nor does a Raft message wait: relay_push_raft wakes a holding sender, and one
+    pushed before the sender got here (its wakeup then finds the sender already
+    woken, by the WAL write of the very term or vote the message announces) stops
+    the hold from starting. Held, a vote reached its candidate up to a window late,
+    and a new leader's state its followers (measured: elections 4-5 ms longer in
+    about half of the failovers of scripts/bench/failover.py); 2.6.3's relay sends
+    a pushed message at once."""
     sched, cursor = relay.sched, relay.cursor
     assert cursor is not None   # (the sender's: see relay_subscribe_f)
     left = relay.last_row_time + COALESCE_WINDOW - sched.clock()
-    if left <= 0 or cursor.urgent_unread():
+    if left <= 0 or relay.raft_msg is not None or cursor.urgent_unread():
         return False
     cursor.tail.hold(left)
     return True

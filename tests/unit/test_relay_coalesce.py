@@ -4,7 +4,7 @@
   frames them with its sync instead of encoding the rows again (the bytes must be
   those of the general path, whatever the rows);
 * rows written soon after a send wait for the rest of COALESCE_WINDOW (not while
-  synchronous transactions are pending);
+  synchronous transactions are pending, and a Raft message never waits);
 * the ACKs read from the socket together are processed as their newest one.
 """
 from __future__ import annotations
@@ -15,11 +15,13 @@ from spindle.core.iproto.constants import IprotoType
 from spindle.core.iproto.errors import ClientError
 from spindle.core.iproto.replication import encode_vclock_row
 from spindle.core.iproto.request import encode_dml_body, synchro_row
-from spindle.core.iproto.xrow import XRow, encode_row
+from spindle.core.iproto.xrow import XRow, decode_rows, encode_row
+from spindle.core.raft.raft import RaftMsg, RaftState
 from spindle.core.xlog.format import decode_file
 from spindle.core.replication import relay as relay_module
 from spindle.core.replication.relay import (
-    Relay, relay_filter_tx, relay_hold_back, relay_process_acks, relay_tx_frames,
+    Relay, relay_filter_tx, relay_hold_back, relay_process_acks, relay_push_raft,
+    relay_tx_frames,
 )
 from spindle.core.replication.replica import Replica
 from spindle.core.replication.wal_cursor import WalCursor
@@ -331,6 +333,85 @@ def test_the_sender_wakes_once_per_send_while_rows_keep_coming(run, sched, tmp_p
         assert sends[-1] == clock() and len(sends) == 4
         sched.cancel(relay.fiber)
         tail.detach()
+    run(main)
+
+
+def sent_frames(relay: Relay, clock) -> list[tuple[float, list[int]]]:
+    """Each socket write of the relay from now on: the (fake) clock's time and the
+    request types of the rows it carried."""
+    writes = []
+    socket = relay.stream.sock.sock
+    plain_send = socket.send
+
+    def send(data):
+        writes.append((clock(), [row.type for row in decode_frames(bytes(data))]))
+        return plain_send(data)
+    socket.send = send
+    return writes
+
+
+def decode_frames(data: bytes) -> list[XRow]:
+    rows = []
+    while data:
+        size = 5 + int.from_bytes(data[1:5], "big")       # 0xce + uint32 length
+        rows += decode_rows(data[5:size])
+        data = data[size:]
+    return rows
+
+
+VOTE = RaftMsg(term=3, vote=2, state=RaftState.FOLLOWER)
+
+
+def test_a_raft_message_pushed_as_the_wal_wakes_the_sender_is_not_held(
+        run, sched, tmp_path, clock):
+    """A voter's raft worker writes the vote (a local row: the sender wakes for
+    it, has nothing to send) and pushes the state announcing it before the sender
+    runs: the push's wakeup finds the sender awake already, and the sender, a send
+    having gone out less than a window ago, would hold the message for the rest of
+    the window (up to COALESCE_WINDOW later at the candidate). It goes out at once."""
+    relay = make_relay(sched, tmp_path, Limbo())
+    window = relay_module.COALESCE_WINDOW
+    writes = sent_frames(relay, clock)
+
+    def main():
+        start = clock()
+        relay.fiber = sched.spawn(relay_module.relay_subscribe_f, relay)
+        sched.yield_()
+        assert writes == [(start, [IprotoType.OK])]        # the first heartbeat
+        sched.sleep(window / 4)
+        relay.cursor.tail.append([local(0, 1)], VClock({0: 1}))   # the vote's row
+        relay_push_raft(relay, VOTE)
+        sched.yield_()
+        sched.yield_()
+        assert writes == [(start, [IprotoType.OK]),
+                          (start + window / 4, [IprotoType.RAFT])]
+        sched.cancel(relay.fiber)
+        relay.cursor.tail.detach()
+    run(main)
+
+
+def test_a_raft_message_pushed_during_a_hold_ends_it(run, sched, tmp_path, clock):
+    """Rows right after a send are held; a Raft message pushed meanwhile goes out
+    at once, and the rows with it."""
+    relay = make_relay(sched, tmp_path, Limbo())
+    window = relay_module.COALESCE_WINDOW
+    writes = sent_frames(relay, clock)
+
+    def main():
+        start = clock()
+        relay.fiber = sched.spawn(relay_module.relay_subscribe_f, relay)
+        sched.yield_()
+        relay.cursor.tail.append(tx(1, 1, 1), VClock({1: 1}))
+        sched.sleep(window / 4)
+        assert len(writes) == 1                             # held
+        relay_push_raft(relay, VOTE)
+        sched.yield_()
+        sched.yield_()
+        assert writes == [(start, [IprotoType.OK]),
+                          (start + window / 4, [IprotoType.RAFT]),
+                          (start + window / 4, [IprotoType.INSERT])]
+        sched.cancel(relay.fiber)
+        relay.cursor.tail.detach()
     run(main)
 
 
