@@ -528,6 +528,14 @@ def _reply(sync: int, body: dict) -> bytes:
     return b"\xce" + struct.pack(">I", len(packet)) + packet
 
 
+def _usual_reply(sync: int, body: dict, rtype: int = 0) -> bytes:
+    """A reply with the fixed-width header every 2.6.0 reply has (the one the
+    client's Lua side reads itself; _reply's compact one goes the strict way)."""
+    packet = struct.pack(">BBBIBBQBBI", 0x83, 0, 0xCE, rtype, 1, 0xCF, sync, 5, 0xCE, 1) \
+        + msgpack.packb(body)
+    return b"\xce" + struct.pack(">I", len(packet)) + packet
+
+
 class FakeServer:
     """A peer that greets, answers the schema selects and PING, and treats each
     CALL as `mode` says."""
@@ -604,6 +612,21 @@ class FakeServer:
                 return False
             elif self.mode == "wrong sync first":
                 conn.sendall(_reply(sync + 1000, {0x30: [1]}) + _reply(sync, {0x30: ["ok"]}))
+            elif self.mode == "usual, in pieces":   # a reply cut across reads
+                whole = _usual_reply(sync, {0x30: ["pieces"]})
+                for part in (whole[:3], whole[3:20], whole[20:]):
+                    conn.sendall(part)
+                    time.sleep(0.01)    # (separate segments, most of the time)
+            elif self.mode == "usual, mixed":
+                # a push, a reply to nobody, the reply: one write of usual headers
+                conn.sendall(_usual_reply(sync, {0x30: ["pushed"]}, rtype=0x80)
+                             + _usual_reply(sync + 1000, {0x30: [0]})
+                             + _usual_reply(sync, {0x30: ["mixed"]}))
+            elif self.mode == "usual, short length":    # a length prefix other than ce
+                packet = _usual_reply(sync, {0x30: ["short"]})[5:]
+                conn.sendall(msgpack.packb(len(packet)) + packet)
+            elif self.mode == "usual, error":
+                conn.sendall(_usual_reply(sync, {0x31: "it failed"}, rtype=0x8000 | 32))
             # "silent": no answer
         return True
 
@@ -650,8 +673,9 @@ def _normalized(output: str) -> list[str]:
 
 
 def test_bad_peers_fail_the_waiting_fibers(tmp_path):
-    for mode in ("bad greeting", "short greeting", "no greeting", "garbage", "bad length", "dies mid-reply", "silent",
-                 "wrong sync first"):
+    for mode in ("bad greeting", "short greeting", "no greeting", "garbage", "bad length",
+                 "dies mid-reply", "silent", "wrong sync first", "usual, in pieces",
+                 "usual, mixed", "usual, short length", "usual, error"):
         server = FakeServer(mode)
         try:
             real = _run_client(tarantool_binary(), BAD_PEER_CLIENT, server.port, tmp_path,

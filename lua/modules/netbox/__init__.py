@@ -1,28 +1,30 @@
-"""Tarantool 2.6.0's `net.box` for Lua: the API in net_box.lua, the connection in
-transport.py. This file hands the Lua side its natives (never blocking) and the
-blocking calls it runs through wait()."""
+"""Tarantool 2.6.0's `net.box` for Lua: the API in net_box.lua, the requests in
+flight in net_box_wire.lua, the connection in transport.py. This file hands the Lua
+side its natives (never blocking) and the blocking calls it runs through wait()."""
 from __future__ import annotations
 
 from typing import Any
 
-from spindle.core.fiber import Cond
+from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
 from spindle.core.replication.uri import parse_uri
 
-from ...runtime import Multi, read_source
-from .transport import TIMEOUT_INFINITY, Request, Transport, endless
+from ...runtime import read_source
+from .transport import TIMEOUT_INFINITY, Transport, reply_error, state_error
 
 
 class NetBoxModule:
     def __init__(self, instance):
         self.runtime = runtime = instance.runtime
         self.sched = runtime.sched
+        error_object = runtime.error_object
         natives = {
-            "perform_async": self._perform_async,
-            "is_ready": lambda tr, req: req.done or not tr.alive(),
-            "outcome": self._outcome,
-            "discard": lambda tr, req: tr.discard(req),
-            "push": self._push,
-            "push_count": lambda req: len(req.pushes or ()),
+            "send_now": lambda tr, frame: tr.send_now(frame),
+            "want_flush": lambda tr: tr.want_flush(),
+            "reply_error": lambda status, body: error_object(reply_error(int(status), body)),
+            "state_error": lambda tr: error_object(state_error(tr.last_code, tr.last_error)),
+            "no_connection": lambda: error_object(ClientError(ErrorCode.ER_NO_CONNECTION)),
+            "discarded": lambda: error_object(
+                BoxError("Response is discarded", ErrorCode.ER_PROC_LUA)),
             "parse_uri": self._parse_uri,
             "collected": lambda tr: tr.collected(),
             "abort": lambda tr, message: tr.abort(
@@ -30,45 +32,22 @@ class NetBoxModule:
         }
         blocking = {
             "start": self._start,
-            "request": self._request,
-            "wait_result": lambda tr, req, timeout: tr.wait_result(req, timeout),
-            "wait_push": self._wait_push,
+            "wait_reply": Transport.wait_reply,
             "wait_state": self._wait_state,
             "close": lambda tr: tr.stop(),
         }
         from ...iproto import _CALL_LUA
         call_global, _ = runtime.load(_CALL_LUA, "=call")()
+        native = runtime.table({k: runtime.bridge(v, convert_args=False)
+                                for k, v in natives.items()})
+        self.wire_fns = runtime.load(read_source("modules/netbox/net_box_wire.lua"),
+                                     "@net_box_wire.lua")(native)
         chunks = [runtime.load(read_source(f"modules/netbox/{name}.lua"), f"@{name}.lua")
                   for name in ("net_box", "net_box_schema", "net_box_self")]
         self.lua_module = chunks[0](
-            runtime.table({k: runtime.bridge(v, convert_args=False) for k, v in natives.items()}),
-            runtime.table(blocking), runtime.wait, instance.storage.tuple_lua, call_global,
-            chunks[1], chunks[2], instance.storage.spaces.lua[b"checks"])
-
-    # ---------------------------------------------------------------- natives
-
-    @staticmethod
-    def _perform_async(tr: Transport, request_type, body: bytes) -> Request:
-        return tr.perform_async(int(request_type), body)
-
-    def _outcome(self, tr: Transport, req: Request) -> Multi:
-        """(body) of an answered request, (nil, error) of a failed one, (nil, nil)
-        while it is on its way."""
-        if req.done and req.error is None:
-            return Multi((req.body,))
-        if not req.done and tr.alive():
-            return Multi((None, None))
-        try:
-            tr.result(req)
-        except Exception as exc:   # noqa: BLE001 - handed to Lua as a value
-            return Multi((None, self.runtime.error_object(exc)))
-        return Multi((None, None))
-
-    @staticmethod
-    def _push(tr: Transport, req: Request, i) -> bytes | None:
-        pushes = req.pushes
-        i = int(i)
-        return pushes[i - 1] if pushes is not None and 0 < i <= len(pushes) else None
+            native, runtime.table(blocking), runtime.wait, self.wire_fns,
+            instance.storage.tuple_lua, call_global, chunks[1], chunks[2],
+            instance.storage.spaces.lua[b"checks"])
 
     def _parse_uri(self, text: bytes) -> Any:
         """uri.parse() as net.box reads it: host, service (a string), login,
@@ -85,27 +64,14 @@ class NetBoxModule:
 
     # -------------------------------------------------------------- blocking
 
-    def _start(self, host, port, user, password, callback) -> Transport:
+    def _start(self, host, port, user, password, callback, wire) -> Transport:
         text = self.runtime.convert.text
         tr = Transport(self.runtime, text(host) if host is not None else "localhost",
                        _port(text(port)), None if user is None else text(user),
-                       None if password is None else text(password), callback)
+                       None if password is None else text(password), callback, wire,
+                       self.wire_fns)
         tr.start()
         return tr
-
-    @staticmethod
-    def _request(tr: Transport, request_type, body: bytes, timeout) -> bytes:
-        return tr.request(int(request_type), body, None if timeout is None else float(timeout))
-
-    @staticmethod
-    def _wait_push(tr: Transport, req: Request, i, timeout) -> None:
-        """Park until the request has a push number `i`, is answered, or `timeout`."""
-        if req.done or len(req.pushes or ()) >= int(i) or not tr.alive():
-            return
-        if req.cond is None:
-            req.cond = Cond(tr.sched)
-        timeout = float(timeout)
-        req.cond.wait(None if endless(timeout) else timeout)
 
     def _wait_state(self, tr: Transport, target, timeout) -> bool:
         if isinstance(target, bytes):

@@ -11,10 +11,11 @@
 -- Error texts and the positions they carry are 2.6.0's (builtin/box/net_box.lua,
 -- and builtin/box/schema.lua for the argument checks shared with box.space).
 --
--- Loaded with (native, blocking, wait, tuple, call_global, load_schema_part,
--- load_self_part): the last two are the chunks of net_box_schema.lua and
--- net_box_self.lua. Returns the module.
-local native, blocking, wait, tuple, call_global, load_schema_part, load_self_part,
+-- Loaded with (native, blocking, wait, wire, tuple, call_global, load_schema_part,
+-- load_self_part, checks): `wire` the functions of net_box_wire.lua (the requests in
+-- flight), the two loaders the chunks of net_box_schema.lua and net_box_self.lua.
+-- Returns the module.
+local native, blocking, wait, wire, tuple, call_global, load_schema_part, load_self_part,
     checks = ...
 
 local ffi = require('ffi')
@@ -31,6 +32,7 @@ local fiber_clock = fiber.clock
 local make_mt, bless = tuple.make_mt, tuple.bless
 local base_mt = tuple.base_mt
 local max = math.max
+local band = require('bit').band
 
 local E_PROC_LUA = box.error.PROC_LUA
 local E_MORE_THAN_ONE_TUPLE = box.error.MORE_THAN_ONE_TUPLE
@@ -42,6 +44,7 @@ local DEFAULT_CONNECT_TIMEOUT = 10
 local SELECT, INSERT, REPLACE, UPDATE, DELETE = 1, 2, 3, 4, 5
 local CALL_16, EVAL, UPSERT, CALL, PING = 6, 8, 9, 10, 64
 local DATA = 0x30
+local TYPE_ERROR = 0x8000       -- of a reply's type: an error
 local ITER = {EQ = 0, REQ = 1, ALL = 2, LT = 3, LE = 4, GE = 5, GT = 6,
               BITS_ALL_SET = 7, BITS_ANY_SET = 8, BITS_ALL_NOT_SET = 9,
               OVERLAPS = 10, NEIGHBOR = 11}
@@ -209,9 +212,69 @@ end
 
 local future_methods = {}
 local future_mt = {__index = future_methods}
+local wire_send = wire.send
 
--- Keep the outcome of an answered request, its body decoded (native.outcome()'s
--- raw body, or nil and its error); return result, or nil and the error.
+-- The reply of a request (net_box_wire.lua's fields of `f`): its raw body, or nil and
+-- its error, or nil and nil while it is on its way.
+local function outcome(f)
+    if f._done then
+        local err = f._err
+        if err == nil then
+            local status = f._status
+            if band(status, TYPE_ERROR) == 0 then
+                return f._raw
+            end
+            err = native.reply_error(status, f._raw)
+            f._err = err
+        end
+        return nil, err
+    end
+    if f._wire.gone then
+        return nil, native.no_connection()
+    end
+    return nil, nil
+end
+
+local function is_ready(f)
+    return f._done or f._wire.gone
+end
+
+-- Park until `f` is answered or pushed to (`pushes`: until it has more than that
+-- many), its connection is gone or `deadline` (fiber.clock(); nil: none) passes;
+-- false when the deadline passed first.
+local function wait_for(f, deadline, pushes)
+    local w = f._wire
+    while not f._done and not w.gone do
+        if pushes ~= nil and f._pushes ~= nil and #f._pushes > pushes then
+            return true
+        end
+        local timeout = TIMEOUT_INFINITY
+        if deadline ~= nil then
+            timeout = deadline - fiber_clock()
+            if timeout <= 0 then
+                return false
+            end
+        end
+        f._waiting = (f._waiting or 0) + 1
+        local alive = wait(blocking.wait_reply, f._transport, f._sync, timeout)
+        f._waiting = f._waiting - 1
+        if not alive then
+            w.gone = true
+        end
+    end
+    return true
+end
+
+-- a timeout as wait_for's deadline
+local function deadline_of(timeout)
+    if timeout == nil or timeout >= TIMEOUT_INFINITY / 2 then
+        return nil
+    end
+    return fiber_clock() + max(0, timeout)
+end
+
+-- Keep the outcome of an answered request, its body decoded (outcome()'s raw body,
+-- or nil and its error); return result, or nil and the error.
 local function keep(f, raw, err)
     if raw == nil then
         f._settled, f._error = true, err
@@ -242,7 +305,7 @@ local function settle(f)
         end
         return f._result
     end
-    local raw, err = native.outcome(f._transport, f._request)
+    local raw, err = outcome(f)
     if raw == nil and err == nil then
         return nil, box.error.new(E_PROC_LUA, 'Response is not ready')
     end
@@ -250,7 +313,7 @@ local function settle(f)
 end
 
 function future_methods:is_ready()
-    local ready = native.is_ready(self._transport, self._request)
+    local ready = is_ready(self)
     if ready and self._buffer ~= nil and not self._settled then
         settle(self)            -- the body is in the buffer once the response is in
     end
@@ -258,7 +321,7 @@ function future_methods:is_ready()
 end
 
 function future_methods:result()
-    if not native.is_ready(self._transport, self._request) then
+    if not is_ready(self) then
         return nil, box.error.new(E_PROC_LUA, 'Response is not ready')
     end
     return settle(self)
@@ -269,24 +332,18 @@ function future_methods:wait_result(timeout)
         if type(timeout) ~= 'number' or timeout < 0 then
             error('builtin/box/net_box.lua:408: Usage: future:wait_result(timeout)', 0)
         end
-    else
-        timeout = TIMEOUT_INFINITY
     end
     if self._settled then
         return settle(self)
     end
-    local raw, err = native.outcome(self._transport, self._request)
-    if raw == nil and err == nil then      -- not answered yet
-        if not wait(blocking.wait_result, self._transport, self._request, timeout) then
-            return nil, box.error.new(E_TIMEOUT)
-        end
-        raw, err = native.outcome(self._transport, self._request)
+    if not is_ready(self) and not wait_for(self, deadline_of(timeout)) then
+        return nil, box.error.new(E_TIMEOUT)
     end
-    return keep(self, raw, err)
+    return keep(self, outcome(self))
 end
 
 function future_methods:discard()
-    native.discard(self._transport, self._request)
+    wire.discard(self._wire, self, native.discarded())
 end
 
 -- future:pairs([timeout]): the pushed messages, then the result (box.NULL, error on
@@ -299,12 +356,12 @@ local function future_next(it, i)
     local f = it.future
     local deadline = fiber_clock() + it.timeout
     while true do
-        local push = native.push(f._transport, f._request, i)
+        local push = f._pushes and f._pushes[i]
         if push ~= nil then
             return i, push_of(f._transport, push, f._buffer, f._skip_header)
         end
-        if native.is_ready(f._transport, f._request) then
-            if i > native.push_count(f._request) + 1 then
+        if is_ready(f) then
+            if i > #(f._pushes or {}) + 1 then
                 return nil, nil
             end
             local result, err = settle(f)
@@ -313,11 +370,9 @@ local function future_next(it, i)
             end
             return i, result
         end
-        local remaining = deadline - fiber_clock()
-        if remaining <= 0 then
+        if not wait_for(f, deadline, i - 1) then
             return box.NULL, box.error.new(E_TIMEOUT)
         end
-        wait(blocking.wait_push, f._transport, f._request, i, remaining)
     end
 end
 
@@ -416,32 +471,35 @@ end
 
 local remote_methods = {}
 
+-- A future of the connection's, its request sent (`now`: its fiber waits for it).
+local function new_future(remote, method, opts, mt, rtype, body, now)
+    local f = setmetatable({_wire = remote._wire, _transport = remote._transport,
+                            _method = method, _mt = mt, _buffer = opts and opts.buffer,
+                            _skip_header = opts and opts.skip_header}, future_mt)
+    wire_send(f._wire, f._transport, f, rtype, body, now)
+    return f
+end
+
 -- A synchronous request whose box.session.push() messages go to opts.on_push(ctx,
 -- message) as they come, then its result.
 local function request_with_pushes(remote, method, opts, mt, rtype, body, timeout)
-    local transport = remote._transport
     local deadline = fiber_clock() + (timeout or TIMEOUT_INFINITY)
-    if remote.state ~= 'active' then
-        wait(blocking.wait_state, transport, 'active', max(0, deadline - fiber_clock()))
+    if remote._wire.state ~= 'active' then
+        wait(blocking.wait_state, remote._transport, 'active',
+             max(0, deadline - fiber_clock()))
     end
-    local f = setmetatable({_transport = transport, _request =
-        native.perform_async(transport, rtype, body), _method = method, _mt = mt,
-        _buffer = opts.buffer, _skip_header = opts.skip_header}, future_mt)
+    local f = new_future(remote, method, opts, mt, rtype, body, true)
     local seen = 0
     while true do
-        local push = native.push(transport, f._request, seen + 1)
+        local push = f._pushes and f._pushes[seen + 1]
         if push ~= nil then
             seen = seen + 1
             opts.on_push(opts.on_push_ctx,
-                         push_of(transport, push, opts.buffer, opts.skip_header))
-        elseif native.is_ready(transport, f._request) then
+                         push_of(remote._transport, push, opts.buffer, opts.skip_header))
+        elseif is_ready(f) then
             break
-        else
-            local remaining = deadline - fiber_clock()
-            if remaining <= 0 then
-                box.error(E_TIMEOUT)
-            end
-            wait(blocking.wait_push, transport, f._request, seen + 1, remaining)
+        elseif not wait_for(f, deadline, seen) then
+            box.error(E_TIMEOUT)
         end
     end
     local result, err = settle(f)
@@ -451,10 +509,34 @@ local function request_with_pushes(remote, method, opts, mt, rtype, body, timeou
     return result
 end
 
+-- remote:_request() without is_async: wait for `active`, send, wait for the response
+-- and for a schema reload it started; its raw body, or its error raised. `timeout`
+-- covers all of it.
+local function perform_request(remote, method, mt, rtype, body, timeout)
+    local w = remote._wire
+    local deadline = deadline_of(timeout)
+    if w.state ~= 'active' then
+        wait(blocking.wait_state, remote._transport, 'active',
+             deadline and max(0, deadline - fiber_clock()))
+    end
+    local f = new_future(remote, method, nil, mt, rtype, body, true)
+    if not is_ready(f) and not wait_for(f, deadline) then
+        box.error(E_TIMEOUT)
+    end
+    local raw, err = outcome(f)
+    if err ~= nil then
+        box.error(err)
+    end
+    if w.state == 'fetch_schema' then
+        wait(blocking.wait_state, remote._transport, 'active',
+             deadline and max(0, deadline - fiber_clock()))
+    end
+    return raw
+end
+
 -- remote:_request(): a future with is_async, else the decoded result (the
 -- transport waits for `active`, the response and a schema reload it started).
 local function request(remote, method, opts, mt, rtype, body)
-    local transport = remote._transport
     local timeout
     if opts then
         if opts.is_async then
@@ -462,9 +544,7 @@ local function request(remote, method, opts, mt, rtype, body)
                 error('builtin/box/net_box.lua:1167: To handle pushes in an async request '
                       .. 'use future:pairs()', 0)
             end
-            return setmetatable({_transport = transport, _request =
-                native.perform_async(transport, rtype, body), _method = method, _mt = mt,
-                _buffer = opts.buffer, _skip_header = opts.skip_header}, future_mt)
+            return new_future(remote, method, opts, mt, rtype, body, false)
         end
         timeout = opts.timeout
     end
@@ -475,9 +555,9 @@ local function request(remote, method, opts, mt, rtype, body)
     if opts and opts.on_push then
         return request_with_pushes(remote, method, opts, mt, rtype, body, timeout)
     end
-    local raw = wait(blocking.request, transport, rtype, body, timeout)
+    local raw = perform_request(remote, method, mt, rtype, body, timeout)
     if opts and opts.buffer ~= nil then
-        local count, err = into_buffer(transport, opts.buffer, raw, opts.skip_header)
+        local count, err = into_buffer(remote._transport, opts.buffer, raw, opts.skip_header)
         if err ~= nil then
             box.error(err)
         end
@@ -661,9 +741,10 @@ local function connect(...)
     local ref = setmetatable({remote = remote}, {__mode = 'v'})
     local last_reconnect_error
     local worker_gone = false
+    local w = wire.new()            -- the requests in flight (net_box_wire.lua)
     local function callback(what, ...)
         if what == 'worker_gone' then
-            worker_gone = true
+            worker_gone, w.gone = true, true
             return
         end
         local remote = ref.remote       -- (nil once the connection was collected)
@@ -728,14 +809,15 @@ local function connect(...)
     remote._on_disconnect = new_trigger('on_disconnect')
     remote._on_connect = new_trigger('on_connect')
     remote._is_connected = false
-    local transport = wait(blocking.start, host, port, user, password, callback)
+    remote._wire = w
+    local transport = wait(blocking.start, host, port, user, password, callback, w)
     remote._transport = transport
     -- A connection collected unclosed stops: its worker and its socket go (2.6.0).
     -- Once the worker is gone (closed, failed, or the process ending: the Lua state
     -- is closed after Python has let go of everything) there is nothing to stop.
     remote._gc_hook = ffi.gc(ffi.new('char[1]'), function()
         if not worker_gone then
-            native.collected(transport)
+            wire.fail_all(w, native.collected(transport))
         end
     end)
     if opts.wait_connected ~= false then

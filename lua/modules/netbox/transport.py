@@ -4,11 +4,14 @@ runs it, on Spindle's fibers.
 A worker fiber per connection (named `host:port (net.box)` as in 2.6.0) connects
 (core/fiber/coio.connect), reads the greeting, authenticates (chap-sha1 of
 core/iproto/auth.py), fetches the schema (_vspace, _vindex, _vcollation) and then
-reads responses, handing each to the request of its sync. Requests are pipelined:
-a fiber that sends one appends its frame to the outgoing batch, which goes out
-in one write at the next turn of the event loop, and parks until the worker hands
-it its response (or the connection fails, or its timeout runs out). So a request
-blocks only its fiber, and many fibers (or is_async futures) share one socket.
+reads responses. The requests of net.box's API live on the Lua side
+(net_box_wire.lua): their syncs, their frames, the futures in flight and the reading
+of their usual replies, as 2.6.0's net_box.lua keeps them; here the socket, the
+state machine, the handshake and the schema fetch (whose requests are this file's).
+Requests are pipelined: a fiber that sends one appends its frame to the outgoing
+batch, which goes out in one write at the next turn of the event loop, and parks
+until its response is read (or the connection fails, or its timeout runs out). So a
+request blocks only its fiber, and many fibers (or is_async futures) share one socket.
 
 State machine (2.6.0's): initial -> auth -> fetch_schema <-> active; on an error
 error_reconnect (when reconnect_after is set) or error; close() -> closed. Every
@@ -18,8 +21,9 @@ to error, error_reconnect or closed fails every request in flight with that erro
 
 Request and response bodies are MsgPack strings the Lua side encodes and decodes
 (with the msgpack module, as 2.6.0's net.box decodes with msgpack): here only the
-header (xrow.decode_row for any but the usual fixed-width one), the error replies (MP_ERROR by
-core/iproto/msgpack.error_unpack) and the schema version are read.
+headers the Lua side leaves (xrow.decode_row for any but the usual fixed-width one),
+the error replies (MP_ERROR by core/iproto/msgpack.error_unpack) and the schema
+version are read.
 """
 from __future__ import annotations
 
@@ -42,7 +46,7 @@ from spindle.core.iproto.msgpack import (
     MsgpackError, error_unpack, mp_next, pack, unpack_exact,
 )
 from spindle.core.iproto.xrow import decode_row
-from spindle.core.net.protocol import FrameReader, PacketError
+from spindle.core.net.protocol import PACKET_SIZE_MAX, FrameReader, PacketError
 
 TIMEOUT_INFINITY = 500 * 365 * 86400.0      # net_box.lua's
 DEFAULT_CONNECT_TIMEOUT = 10
@@ -55,6 +59,7 @@ _REPLY_HEAD_MARK = b"\x83\x00\xce"
 _REPLY_HEAD_SIZE = 23
 _unpack_reply_head = struct.Struct(">I2xQ2xI").unpack_from
 _pack_request_head = struct.Struct(">BIBBBBBI").pack
+_unpack_u32 = struct.Struct(">I").unpack_from
 
 
 class _WorkerDone(Exception):
@@ -84,45 +89,41 @@ def encode_request(request_type: int, sync: int, body: bytes) -> bytes:
 
 
 class Request:
-    """One request in flight (2.6.0's request object): `body` the OK response's
-    body, or `error` the BoxError it ended with."""
+    """One request of the schema fetch in flight: a select of _vspace (part 1),
+    _vindex (2) or _vcollation (3)."""
 
-    __slots__ = ("sync", "done", "body", "error", "cond", "pushes", "schema_part")
+    __slots__ = ("sync", "schema_part")
 
-    def __init__(self, sync: int, schema_part: int = 0):
+    def __init__(self, sync: int, schema_part: int):
         self.sync = sync
-        self.done = False
-        self.body: bytes | None = None
-        self.error: BaseException | None = None
-        self.cond: Cond | None = None
-        self.pushes: list[bytes] | None = None
-        self.schema_part = schema_part       # 1, 2, 3: a select of the schema fetch
-
-    def finish(self, body: bytes | None, error: BaseException | None) -> None:
-        self.done = True
-        self.body, self.error = body, error
-        if self.cond is not None:
-            self.cond.broadcast()
+        self.schema_part = schema_part
 
 
 class Transport:
     def __init__(self, runtime, host: str, port: Any, user: str | None,
-                 password: str | None, callback):
+                 password: str | None, callback, wire, wire_fns):
         self.runtime = runtime
         self.sched = runtime.sched
         self.host, self.port = host, port
         self.user, self.password = user, password
         self.callback = callback             # Lua: callback(event, ...)
+        # the Lua side's requests (net_box_wire.lua): its table and functions
+        self.wire = wire
+        wire[b"max_packet"] = PACKET_SIZE_MAX
+        self._wire_replies, self._wire_dispatch = wire_fns[b"replies"], wire_fns[b"dispatch"]
+        self._wire_take_out, self._wire_fail_all = wire_fns[b"take_out"], wire_fns[b"fail_all"]
+        self._wire_new_sync = wire_fns[b"new_sync"]
+        # by sync: the fiber (or list of fibers) parked on a request (wait_reply)
+        self.waiters: dict[int, Any] = {}
         self.state = "initial"
         self.last_code: int | None = None
         self.last_error: str | None = None
         self.state_cond = Cond(self.sched)
-        self.requests: dict[int, Request] = {}
-        self.next_sync = 1
+        self.requests: dict[int, Request] = {}    # the schema fetch's
         self.worker: Fiber | None = None
         self.sock: CoSocket | None = None
         self.frames: FrameReader | None = None
-        self.schema_version = 0               # of the schema installed
+        self._schema_version = 0
         self.peer_version_id = 0
         self._out: list[bytes] = []
         self._flush_queued = False
@@ -131,6 +132,17 @@ class Transport:
         self._schema_syncs: set[int] = set()     # the selects of the fetch under way
         self._schema_seen: int | None = None
         self._schema_wanted = 0
+
+    @property
+    def schema_version(self) -> int:
+        """The version of the schema installed (the Lua side's reading of replies
+        stops at a reply of another one)."""
+        return self._schema_version
+
+    @schema_version.setter
+    def schema_version(self, version: int) -> None:
+        self._schema_version = version
+        self.wire[b"schema_version"] = version
 
     # ------------------------------------------------------------- lifecycle
 
@@ -166,24 +178,30 @@ class Transport:
             self.sched.cancel(worker)
         self._close_socket()
 
-    def collected(self) -> None:
+    def collected(self) -> Any:
         """The connection object was garbage-collected unclosed (2.6.0's gc hook):
         closed without a word to Lua (nobody is left to hear it), the worker
         cancelled (it closes the socket). Runs inside Lua's collector: never
-        blocks, never raises."""
+        blocks, never raises. Returns the error the requests in flight end with
+        (the gc hook hands it to net_box_wire.fail_all), or None."""
         try:
+            failed = None
             if self.state not in FINAL_STATES:
                 self.state, self.last_code = "closed", ErrorCode.ER_NO_CONNECTION
                 self.last_error = "Connection closed"
+                self.wire[b"state"] = b"closed"
                 self.state_cond.broadcast()
-                pending, self.requests = self.requests, {}
-                for request in pending.values():
-                    request.finish(None, state_error(self.last_code, self.last_error))
+                self.requests = {}
+                failed = self.runtime.error_object(
+                    state_error(self.last_code, self.last_error))
+                self._wake_all()
             worker, self.worker = self.worker, None
             if worker is not None and worker.status != "dead":
                 self.sched.cancel(worker)
+            return failed
         except Exception as exc:   # noqa: BLE001 - nothing may escape a __gc
             log.error("net.box: %s", exc)
+            return None
 
     def alive(self) -> bool:
         """2.6.0's `worker_fiber ~= nil`."""
@@ -203,14 +221,16 @@ class Transport:
         """set_state(): the Lua side hears of it (and runs the triggers, whose error
         is raised here, as in 2.6.0, after the waiters were told)."""
         self.state, self.last_code, self.last_error = state, code, message
+        self.wire[b"state"] = state.encode()
         try:
             self.runtime.call(self.callback, "state_changed", state, message)
         finally:
             self.state_cond.broadcast()
             if state in ("error", "error_reconnect", "closed"):
-                pending, self.requests = self.requests, {}
-                for request in pending.values():
-                    request.finish(None, state_error(code, message))
+                self.requests = {}
+                self._wire_fail_all(self.wire,
+                                    self.runtime.error_object(state_error(code, message)))
+                self._wake_all()
 
     def _fail(self, state: str, code: int | None, message: str | None) -> None:
         """The worker's move to error or error_reconnect; a trigger failing in it
@@ -244,9 +264,7 @@ class Transport:
             except Exception as exc:   # noqa: BLE001 - the worker ends anyway
                 log.error("net.box: %s", exc)
             # futures of a dead worker are ready (with NO_CONNECTION)
-            for request in list(self.requests.values()):
-                if request.cond is not None:
-                    request.cond.broadcast()
+            self._wake_all()
 
     def _run(self) -> None:
         try:
@@ -352,8 +370,47 @@ class Transport:
                 raise LinkError(ErrorCode.ER_NO_CONNECTION, _error_24(body))
         self._set_state("fetch_schema")
         self._fetch_schema(schema_version)
+        self._read_loop()
+
+    def _read_loop(self) -> None:
+        """The replies after the handshake. The whole usual replies to the Lua side's
+        requests at the start of the buffer go to it in one call
+        (net_box_wire.replies), which takes as many as it can; anything else is read
+        here one packet at a time by the strict path."""
+        frames = self.frames
+        assert frames is not None
+        max_packet, wire, replies = frames.max_packet, self.wire, self._wire_replies
         while True:
+            buf, pos = frames.peek()
+            available = len(buf) - pos
+            if available and buf[pos] == 0xCE:
+                if available < 5 or available - 5 < _unpack_u32(buf, pos + 1)[0] <= max_packet:
+                    self._fill()            # (the first packet is not whole yet)
+                    continue
+                taken, woken = replies(wire, bytes(buf[pos:]))
+                if woken is not None:
+                    self._wake(woken)
+                if taken:
+                    frames.skip(taken)
+                    continue
+            elif not available:
+                self._fill()
+                continue
             self._dispatch(self._read_reply())
+
+    def _fill(self) -> None:
+        """Read more from the socket (the read loop's), as _read_reply reads."""
+        frames = self.frames
+        if self.sock is None or frames is None:       # closed under the worker
+            raise LinkError(ErrorCode.ER_NO_CONNECTION, self.last_error or "Peer closed")
+        try:
+            more = frames.fill()
+        except SocketError:
+            more = False
+        except OSError as exc:
+            raise LinkError(ErrorCode.ER_NO_CONNECTION, os.strerror(exc.errno or 0)) from None
+        if not more:
+            raise LinkError(ErrorCode.ER_NO_CONNECTION, "Peer closed")
 
     def _read_reply(self) -> tuple[int, int, int, bytes | None]:
         """The next reply: (status, sync, schema version, body)."""
@@ -382,24 +439,16 @@ class Transport:
 
     def _dispatch(self, reply: tuple[int, int, int, bytes | None]) -> None:
         status, sync, version, body = reply
-        if status == IprotoType.CHUNK:          # box.session.push(): kept for pairs()
-            request = self.requests.get(sync)
-            if request is not None:
-                if request.pushes is None:
-                    request.pushes = []
-                request.pushes.append(body or b"\x80")
-                if request.cond is not None:
-                    request.cond.broadcast()
-            return
         request = self.requests.pop(sync, None)
         if request is not None:
-            if request.schema_part:
+            if status != IprotoType.CHUNK:      # (a select pushes nothing)
                 self._schema_reply(request, version, body,
                                    reply_error(status, body) if status & _TYPE_ERROR else None)
-            elif status & _TYPE_ERROR:
-                request.finish(None, reply_error(status, body))
-            else:
-                request.finish(body or b"\x80", None)
+        else:
+            # one of the Lua side's requests (a push too), or nobody's
+            woken = self._wire_dispatch(self.wire, status, sync, body)
+            if woken is not None:
+                self._wake(woken)
         if self.state == "active" and version > 0 and version != self.schema_version:
             # The schema changed: load the new one (requests keep flowing meanwhile).
             self._set_state("fetch_schema")
@@ -453,81 +502,84 @@ class Transport:
     # -------------------------------------------------------------- requests
 
     def _new_sync(self) -> int:
-        sync = self.next_sync
-        self.next_sync = (sync + 1) & 0x7FFFFFFF
-        return sync
+        """The next sync of the connection (the Lua side keeps the counter)."""
+        return self._wire_new_sync(self.wire)
 
-    def perform_async(self, request_type: int, body: bytes, now: bool = False) -> Request:
-        """perform_async_request(): the request goes out, its future comes back.
-        `now`: the caller waits for it at once, so it is written at once when
-        nothing is queued before it (a turn of the event loop sooner)."""
-        if self.state != "active" and self.state != "fetch_schema":
-            raise state_error(self.last_code, self.last_error)
-        sync = self.next_sync
-        self.next_sync = (sync + 1) & 0x7FFFFFFF
-        request = self.requests[sync] = Request(sync)
-        data = encode_request(request_type, sync, body)
+    def send_now(self, data: bytes) -> None:
+        """A request whose fiber waits for it at once, with nothing else of the Lua
+        side in flight or queued: written at once when nothing of this side is
+        either (else with the batch of the next loop turn)."""
         sock = self.sock
-        if now and len(self.requests) == 1 and not self._out and self._writer is None \
+        if not self.requests and not self._out and self._writer is None \
                 and sock is not None:
-            # (with other requests in flight the batch written at the next loop
-            # turn takes this one too: one write for many fibers' requests)
             try:
                 sent = sock.send_nowait(data)
             except OSError:
-                return request      # the reader sees the broken connection
+                return      # the reader sees the broken connection
             if sent == len(data):
-                return request
+                return
             data = data[sent:]
         self._send(data)
-        return request
 
-    def wait_result(self, request: Request, timeout: float | None) -> bool:
-        """Park until `request` is answered (or its connection is gone); False when
-        `timeout` runs out first."""
-        if request.done or not self.alive():
-            return True
-        deadline = _deadline(self.sched, timeout)
-        cond = request.cond
-        if cond is None:
-            cond = request.cond = Cond(self.sched)
-        while not request.done and self.alive():
-            remaining = _remaining(self.sched, deadline)
-            if remaining is not None and remaining <= 0:
-                return False
-            cond.wait(remaining)
-        return True
+    def want_flush(self) -> None:
+        """The Lua side queued the first frame of a batch (take_out gives them)."""
+        if not self._flush_queued:
+            self._flush_queued = True
+            self.sched.call_soon(self._flush)
 
-    def result(self, request: Request) -> bytes:
-        """The body of an answered request; its error raised."""
-        if request.error is not None:
-            raise request.error
-        if request.done:
-            return request.body or b"\x80"
-        if not self.alive():
-            raise ClientError(ErrorCode.ER_NO_CONNECTION)
-        raise BoxError("Response is not ready", ErrorCode.ER_PROC_LUA)
-
-    def discard(self, request: Request) -> None:
-        if not request.done:
-            self.requests.pop(request.sync, None)
-            request.finish(None, BoxError("Response is discarded", ErrorCode.ER_PROC_LUA))
-
-    def request(self, request_type: int, body: bytes, timeout: float | None) -> bytes:
-        """A synchronous request (remote:_request): wait for `active`, send, wait for
-        the response, and for a schema reload it started; its body, or its error
-        raised. `timeout` covers all of it."""
+    def wait_reply(self, sync, timeout) -> bool:
+        """Park until the Lua side's request `sync` is answered or pushed to, the
+        connection changes to a failed state, or `timeout` runs out; whether the
+        worker still runs (if not, no answer will come). The parked fiber is kept by
+        sync (a list of them when several wait on one future): a wait of every
+        synchronous call, so no Cond object for it."""
+        worker = self.worker
+        if worker is None or worker.status == "dead":
+            return False
         sched = self.sched
-        deadline = _deadline(sched, timeout)
-        if self.state != "active":
-            self.wait_state("active", _remaining(sched, deadline))
-        request = self.perform_async(request_type, body, now=True)
-        if not self.wait_result(request, _remaining(sched, deadline)):
-            raise ClientError(ErrorCode.ER_TIMEOUT)
-        body = self.result(request)
-        if self.state == "fetch_schema":
-            self.wait_state("active", _remaining(sched, deadline))
-        return body
+        me = sched.current
+        me.testcancel()
+        waiters = self.waiters
+        parked = waiters.get(sync)
+        if parked is None:
+            waiters[sync] = me
+        elif type(parked) is list:
+            parked.append(me)
+        else:
+            waiters[sync] = [parked, me]
+        try:
+            sched.wait(None if timeout > _ENDLESS else timeout)
+        finally:
+            parked = waiters.get(sync)
+            if parked is me:
+                del waiters[sync]
+            elif type(parked) is list and me in parked:
+                parked.remove(me)
+                if not parked:
+                    del waiters[sync]
+        me.testcancel()
+        worker = self.worker
+        return worker is not None and worker.status != "dead"
+
+    def _wake(self, woken: bytes) -> None:
+        """Wake the fibers parked on the requests the Lua side named (syncs, as a
+        string of numbers)."""
+        waiters, wakeup = self.waiters, self.sched.wakeup
+        for sync in woken.split():
+            parked = waiters.pop(int(sync), None)
+            if parked is None:
+                continue
+            if type(parked) is list:
+                for fiber in parked:
+                    wakeup(fiber)
+            else:
+                wakeup(parked)
+
+    def _wake_all(self) -> None:
+        waiters, self.waiters = self.waiters, {}
+        for parked in waiters.values():
+            for fiber in parked if type(parked) is list else (parked,):
+                self.sched.wakeup(fiber)
 
     # -------------------------------------------------------------- sending
 
@@ -538,15 +590,28 @@ class Transport:
             self._flush_queued = True
             self.sched.call_soon(self._flush)
 
+    def _take_out(self) -> bytes:
+        """Everything queued, this side's frames and the Lua side's, as one string."""
+        lua = self._wire_take_out(self.wire)
+        out = self._out
+        if lua is not None:
+            if not out:
+                return lua
+            out.append(lua)
+        data = out[0] if len(out) == 1 else b"".join(out)
+        out.clear()
+        return data
+
     def _flush(self) -> None:
         """(On the hub.) Write what the socket takes now; the rest is the writer
         fiber's, which waits until the socket can take more."""
         self._flush_queued = False
         sock = self.sock
-        if sock is None or not self._out or self._writer is not None:
+        if sock is None or self._writer is not None:
             return      # (a writer at work takes what is queued after its write)
-        data = self._out[0] if len(self._out) == 1 else b"".join(self._out)
-        self._out.clear()
+        data = self._take_out()
+        if not data:
+            return
         try:
             sent = sock.send_nowait(data)
         except OSError:
@@ -557,9 +622,10 @@ class Transport:
 
     def _writer_f(self, sock: CoSocket) -> None:
         try:
-            while self.sock is sock and self._out:
-                data = b"".join(self._out)
-                self._out.clear()
+            while self.sock is sock:
+                data = self._take_out()
+                if not data:
+                    break
                 try:
                     sock.write(data)
                 except (OSError, BoxError):
@@ -570,10 +636,13 @@ class Transport:
 
 # ------------------------------------------------------------------ helpers
 
+_ENDLESS = TIMEOUT_INFINITY / 2
+
+
 def endless(timeout: float | None) -> bool:
     """No timeout at all: None, or about TIMEOUT_INFINITY (what is left of it after
     a while too), which the poller would refuse as a wait."""
-    return timeout is None or timeout > TIMEOUT_INFINITY / 2
+    return timeout is None or timeout > _ENDLESS
 
 
 def _deadline(sched, timeout: float | None) -> float | None:

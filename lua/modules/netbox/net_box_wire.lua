@@ -1,0 +1,182 @@
+-- The requests of one net.box connection, kept on the Lua side of transport.py: the
+-- sync counter, the frames of the requests sent, the futures in flight by sync and
+-- the reading of the usual replies, as 2.6.0's net_box.lua keeps them in Lua.
+--
+-- Why here and not in Python: a request crosses between Lua and Python only when it
+-- must (~1.5 us a crossing). Frames queue in a Lua table that transport.py takes in
+-- one piece at the next turn of the loop (take_out); the worker hands over every
+-- whole reply it has read in one string (replies), read here frame by frame; a fiber
+-- crosses only to park (blocking.wait_reply) and is named, by sync, in the string of
+-- woken syncs the read returns. What is not usual stays with transport.py: a length
+-- prefix other than `ce` + uint32, a header other than the fixed-width one every
+-- 2.6.0 reply has, a sync this table does not know (the schema fetch's, the auth's),
+-- a schema version that changed: the read stops there and the worker's strict path
+-- takes that packet (and hands it back through dispatch() when it is ours).
+--
+-- A future (net_box.lua's) is the table in flight: _sync, _done, _status and _raw
+-- (the reply's type and body), _pushes (box.session.push messages), _err (its
+-- connection failed, or it was discarded), _waiting (fibers parked on it).
+--
+-- Loaded with (native): send_now, want_flush and state_error of transport.py.
+-- Returns the functions transport.py and net_box.lua call.
+local native = ...
+
+local byte, sub, char, concat = string.byte, string.sub, string.char, table.concat
+local bit = require('bit')
+local band, rshift = bit.band, bit.rshift
+
+local CHUNK = 0x80              -- IPROTO_CHUNK: a box.session.push() message
+local SYNC_MASK = 0x7FFFFFFF    -- transport.py's next_sync wraps the same way
+
+local function be32(s, p)
+    local a, b, c, d = byte(s, p, p + 3)
+    return ((a * 256 + b) * 256 + c) * 256 + d
+end
+
+local function u32(v)
+    return char(rshift(v, 24), band(rshift(v, 16), 0xFF), band(rshift(v, 8), 0xFF),
+                band(v, 0xFF))
+end
+
+-- (transport.py sets max_packet, and state and schema_version as they change; the
+-- table holds no reference to the transport: each would keep the other for ever)
+local function new()
+    return {inflight = {}, count = 0, next_sync = 1, out = {}, out_n = 0,
+            state = 'initial', schema_version = 0, gone = false, max_packet = 0}
+end
+
+-- The next sync (transport.py's own requests take theirs here too).
+local function new_sync(w)
+    local sync = w.next_sync
+    w.next_sync = band(sync + 1, SYNC_MASK)
+    return sync
+end
+
+-- perform_async_request(): `f` goes out on `transport` as request `rtype` with `body`. `now`: its
+-- fiber waits for it at once, so with nothing else in flight or queued it is written
+-- at once (a turn of the loop sooner); else it joins the frames written together.
+local function send(w, transport, f, rtype, body, now)
+    local state = w.state
+    if state ~= 'active' and state ~= 'fetch_schema' then
+        box.error(native.state_error(transport))
+    end
+    local sync = new_sync(w)
+    -- `ce <len>` and the header {TYPE, SYNC} with the sync as a uint32: the bytes
+    -- transport.encode_request writes (every type net.box sends is a fixint)
+    local frame = '\xce' .. u32(9 + #body) .. '\x82\x00' .. char(rtype) .. '\x01\xce'
+        .. u32(sync) .. body
+    f._sync, f._done = sync, false
+    local count = w.count
+    w.inflight[sync], w.count = f, count + 1
+    if now and count == 0 and w.out_n == 0 then
+        native.send_now(transport, frame)
+        return
+    end
+    local n = w.out_n + 1
+    w.out[n], w.out_n = frame, n
+    if n == 1 then
+        native.want_flush(transport)
+    end
+end
+
+-- The frames queued since the last call, as one string (nil: none).
+local function take_out(w)
+    local n = w.out_n
+    if n == 0 then
+        return nil
+    end
+    local out = w.out
+    local data = n == 1 and out[1] or concat(out, '', 1, n)
+    w.out, w.out_n = {}, 0
+    return data
+end
+
+-- One reply to the future `f`; its sync goes into `woken` when a fiber waits on it.
+local function settle(w, f, status, sync, body, woken)
+    if status == CHUNK then
+        local pushes = f._pushes
+        if pushes == nil then
+            pushes = {}
+            f._pushes = pushes
+        end
+        pushes[#pushes + 1] = body or '\x80'
+    else
+        w.inflight[sync], w.count = nil, w.count - 1
+        f._done, f._status, f._raw = true, status, body or '\x80'
+    end
+    if f._waiting then
+        woken[#woken + 1] = sync
+    end
+end
+
+-- Every whole reply at the start of `s` that is usual and ours (see the top); the
+-- bytes taken and the woken syncs (a string of numbers, or nil).
+local function replies(w, s)
+    local n, p = #s, 1
+    local inflight, max_packet = w.inflight, w.max_packet
+    local woken = {}
+    while p + 4 <= n and byte(s, p) == 0xce do
+        local len = be32(s, p + 1)
+        local h = p + 5
+        local stop = h + len - 1
+        if stop > n or len < 23 or len > max_packet then
+            break
+        end
+        -- 83 00 ce <type> 01 cf <sync> 05 ce <schema version>
+        local m, k0, t, k1, tsync, k5, tv = byte(s, h, h + 2)
+        if m ~= 0x83 or k0 ~= 0x00 or t ~= 0xce then
+            break
+        end
+        k1, tsync = byte(s, h + 7, h + 8)
+        k5, tv = byte(s, h + 17, h + 18)
+        if k1 ~= 0x01 or tsync ~= 0xcf or k5 ~= 0x05 or tv ~= 0xce then
+            break
+        end
+        local sync = be32(s, h + 9) * 4294967296 + be32(s, h + 13)
+        local f = inflight[sync]
+        if f == nil then
+            break
+        end
+        local version = be32(s, h + 19)
+        if version > 0 and version ~= w.schema_version and w.state == 'active' then
+            break           -- transport.py reloads the schema after this reply
+        end
+        settle(w, f, be32(s, h + 3), sync, len > 23 and sub(s, h + 23, stop) or nil, woken)
+        p = stop + 1
+    end
+    return p - 1, woken[1] ~= nil and concat(woken, ' ') or nil
+end
+
+-- One reply transport.py read (any header; nobody's is dropped): the woken syncs.
+local function dispatch(w, status, sync, body)
+    local f = w.inflight[sync]
+    if f == nil then
+        return nil
+    end
+    local woken = {}
+    settle(w, f, status, sync, body, woken)
+    return woken[1] ~= nil and concat(woken, ' ') or nil
+end
+
+-- The connection failed or closed: every request in flight ends with `err`
+-- (transport.py then wakes the fibers parked on them).
+local function fail_all(w, err)
+    local inflight = w.inflight
+    w.inflight, w.count, w.out, w.out_n = {}, 0, {}, 0
+    for _, f in pairs(inflight) do
+        f._done, f._err = true, err
+    end
+end
+
+-- future:discard(): the reply, if it ever comes, goes nowhere.
+local function discard(w, f, err)
+    if not f._done then
+        if w.inflight[f._sync] == f then
+            w.inflight[f._sync], w.count = nil, w.count - 1
+        end
+        f._done, f._err = true, err
+    end
+end
+
+return {new = new, new_sync = new_sync, send = send, take_out = take_out,
+        replies = replies, dispatch = dispatch, fail_all = fail_all, discard = discard}
