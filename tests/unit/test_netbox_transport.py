@@ -71,8 +71,12 @@ class Wire:
         def want_flush(_tr):
             self.flushes += 1
 
+        def flush(_tr):
+            self.written.append(self.take_out())
+
+        self.written: list[bytes] = []
         natives = {"send_now": lambda _tr, frame: self.sent_now.append(frame),
-                   "want_flush": want_flush,
+                   "want_flush": want_flush, "flush": flush,
                    "state_error": lambda _tr: "no connection"}
         native = runtime.table({k: runtime.bridge(v, convert_args=False)
                                 for k, v in natives.items()})
@@ -111,6 +115,14 @@ def test_the_lua_side_writes_the_frame_encode_request_writes(request_type, body)
                               for sync in (0x7FFFFFFE, 0x7FFFFFFF, 0))
     assert wire.flushes == 1                 # one flush asked for the batch
     assert wire.take_out() is None
+
+
+def test_a_long_batch_is_written_without_waiting_for_the_loop_turn(wire):
+    for _ in range(40):
+        wire.send(64, b"")
+    frames = [encode_request(64, sync, b"") for sync in range(1, 41)]
+    assert wire.written == [b"".join(frames[:16]), b"".join(frames[16:32])]
+    assert wire.take_out() == b"".join(frames[32:]) and wire.flushes == 3
 
 
 def test_a_waited_request_alone_goes_at_once(wire):

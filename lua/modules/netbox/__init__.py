@@ -20,6 +20,7 @@ class NetBoxModule:
         natives = {
             "send_now": lambda tr, frame: tr.send_now(frame),
             "want_flush": lambda tr: tr.want_flush(),
+            "flush": lambda tr: tr.flush(),
             "reply_error": lambda status, body: error_object(reply_error(int(status), body)),
             "state_error": lambda tr: error_object(state_error(tr.last_code, tr.last_error)),
             "no_connection": lambda: error_object(ClientError(ErrorCode.ER_NO_CONNECTION)),

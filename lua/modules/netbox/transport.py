@@ -603,9 +603,13 @@ class Transport:
         return data
 
     def _flush(self) -> None:
-        """(On the hub.) Write what the socket takes now; the rest is the writer
-        fiber's, which waits until the socket can take more."""
+        """(On the hub, at the end of the loop turn the batch began in.)"""
         self._flush_queued = False
+        self.flush()
+
+    def flush(self) -> None:
+        """Write what is queued and the socket takes now; the rest is the writer
+        fiber's, which waits until the socket can take more."""
         sock = self.sock
         if sock is None or self._writer is not None:
             return      # (a writer at work takes what is queued after its write)
