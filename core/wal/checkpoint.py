@@ -28,18 +28,17 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from spindle.core import log
-from spindle.core.iproto.constants import GroupId, IprotoType
+from spindle.core.iproto.constants import IprotoType
 from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.iproto.msgpack import mp_encode_uint, tuple_packer
 from spindle.core.iproto.request import SNAPSHOT_BODY_HEAD, TUPLE_KEY
-from spindle.core.iproto.xrow import KEY_GROUP_ID, KEY_LSN, KEY_TYPE, TIMESTAMP_HEAD, XRow
+from spindle.core.iproto.xrow import XRow, encode_header
 from spindle.core.vclock import VClock
 from spindle.core.xlog.files import INPROGRESS_SUFFIX, SyncPolicy, XlogWriter, format_filename
 from spindle.core.xlog.format import AUTOCOMMIT_THRESHOLD, FIXHEADER_SIZE, SNAP, XlogMeta
 
 SNAP_EXT = ".snap"
 _pack_u32 = struct.Struct(">I").pack
-_pack_double = struct.Struct(">d").pack
 
 
 @dataclass(frozen=True)
@@ -61,7 +60,6 @@ def _encode_rows(items: Iterable, timestamp: float) -> Iterable[tuple[int, bytes
     everything but the LSN and the tuple is the same for all rows of a space, so it
     is made once per space and a row costs a few list appends (the hot loop of a
     checkpoint of millions of rows)."""
-    ts_field = TIMESTAMP_HEAD + _pack_double(timestamp)
     limit = AUTOCOMMIT_THRESHOLD - FIXHEADER_SIZE
     pack = tuple_packer()   # box's encoding of a stored tuple (uuid, decimal as ext)
     small = _SMALL_UINT
@@ -72,17 +70,9 @@ def _encode_rows(items: Iterable, timestamp: float) -> Iterable[tuple[int, bytes
     first_rows = 0
     consts: dict = {}       # (space_id, group) -> (header before LSN, after LSN, first row)
     for item in items:
-        if isinstance(item, XRow):
-            group = item.group_id
-            head = _LOCAL_HEAD if group == GroupId.LOCAL else _PLAIN_HEAD
-            if item.type == IprotoType.RAFT:     # (the Raft state ends a snapshot)
-                head = KEY_TYPE + bytes((IprotoType.RAFT,)) + head[len(_PLAIN_HEAD):]
-            if lsn:
-                row = bytes((0x83 + (group == GroupId.LOCAL),)) + head + KEY_LSN \
-                    + mp_encode_uint(lsn) + ts_field + (item.body or b"")
-            else:
-                row = bytes((0x82 + (group == GroupId.LOCAL),)) + head + ts_field \
-                    + (item.body or b"")
+        if isinstance(item, XRow):      # (the Raft state ends a snapshot)
+            row = encode_header(XRow(item.type, None, 0, lsn, timestamp, item.group_id)) \
+                + (item.body or b"")
             append(row)
             size += len(row)
         else:
@@ -91,7 +81,7 @@ def _encode_rows(items: Iterable, timestamp: float) -> Iterable[tuple[int, bytes
             key = (space_id, group)
             const = consts.get(key)
             if const is None:
-                const = consts[key] = _row_consts(space_id, group, ts_field)
+                const = consts[key] = _row_consts(space_id, group, timestamp)
             if not isinstance(tuple_data, (bytes, bytearray, memoryview)):
                 tuple_data = pack(tuple_data)
             if lsn:
@@ -115,22 +105,20 @@ def _encode_rows(items: Iterable, timestamp: float) -> Iterable[tuple[int, bytes
         yield lsn - first_rows, b"".join(parts)
 
 
-# the header keys of a snapshot row before its LSN (xrow.HEADER_LAYOUT's order):
-# REQUEST_TYPE: INSERT, and for a local space's row GROUP_ID: LOCAL
-_PLAIN_HEAD = KEY_TYPE + bytes((IprotoType.INSERT,))
-_LOCAL_HEAD = _PLAIN_HEAD + KEY_GROUP_ID + bytes((GroupId.LOCAL,))
 _SMALL_UINT = [bytes((i,)) for i in range(0x80)]
 
 
-def _row_consts(space_id: int, group: int, ts_field: bytes) -> tuple[bytes, bytes, bytes]:
+def _row_consts(space_id: int, group: int, timestamp: float) -> tuple[bytes, bytes, bytes]:
     """The fixed parts of a snapshot row of `space_id`: the header up to its LSN,
-    the rest up to the tuple, and the whole prefix of the first row (no LSN)."""
-    local = group == GroupId.LOCAL
-    head = _LOCAL_HEAD if local else _PLAIN_HEAD
+    the rest up to the tuple, and the whole prefix of the first row (no LSN). Cut
+    out of what encode_header writes for the rows of LSN 1 and 2 (where they first
+    differ is the LSN's one byte), so the layout stays xrow's."""
     body_head = SNAPSHOT_BODY_HEAD + _pack_u32(space_id) + TUPLE_KEY
-    before = bytes((0x83 + local,)) + head + KEY_LSN
-    first = bytes((0x82 + local,)) + head + ts_field + body_head
-    return before, ts_field + body_head, first
+    one, two = (encode_header(XRow(IprotoType.INSERT, None, 0, lsn, timestamp, group))
+                for lsn in (1, 2))
+    at = next(i for i, (a, b) in enumerate(zip(one, two)) if a != b)
+    first = encode_header(XRow(IprotoType.INSERT, None, 0, 0, timestamp, group)) + body_head
+    return one[:at], one[at + 1:] + body_head, first
 
 
 def write_snapshot_file(memtx_dir: str, instance_uuid: str, vclock: VClock, rows: Iterable,
