@@ -179,6 +179,39 @@ def test_an_elected_leader_is_read_only_until_its_promote(sched, tmp_path):
     assert seen["tuples"] == [False, True]
 
 
+def test_the_promote_is_written_before_the_fibers_woken_by_the_election(sched, tmp_path):
+    """Electing a leader wakes fibers (the relays its state is pushed to, the
+    applier's ACK writer, clients refused meanwhile). Its PROMOTE, which makes it
+    writable, does not wait for them: wal.write() would put it in a batch at the
+    end of the loop's iteration, behind all of them. A fiber woken when the node
+    becomes leader finds the PROMOTE written and the node writable when it runs."""
+    seen = {}
+
+    def main():
+        box = Box(sched)
+        box.start(_cfg(tmp_path, election_mode="candidate", election_timeout=1))
+        _wait(sched, lambda: box.limbo.promote_term_map.get(1) == 2)
+
+        def woken():
+            sched.wait()
+            seen["woken"] = (box.read_only, box.limbo.promote_term_map.get(1))
+        fiber = sched.spawn(woken)
+
+        def on_update(raft):
+            if raft.state == RaftState.LEADER and "at election" not in seen:
+                seen["at election"] = (box.read_only, box.limbo.promote_term_map.get(1))
+                sched.wakeup(fiber)
+        box.raft.on_update.append(on_update)
+        box.box_raft.set_mode("voter")          # resigns
+        box.box_raft.set_mode("candidate")      # elected again, in term 3
+        _wait(sched, lambda: box.limbo.promote_term_map.get(1) == 3)
+        box.stop()
+
+    sched.run(main)
+    assert seen["at election"] == (True, 2)
+    assert seen["woken"] == (False, 3)
+
+
 # ------------------------------------------------------------------- codec
 
 def test_raft_rows_are_encoded_as_2_6_3_sends_them():

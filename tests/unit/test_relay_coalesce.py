@@ -13,7 +13,7 @@ import pytest
 
 from spindle.core.iproto.constants import IprotoType
 from spindle.core.iproto.errors import ClientError
-from spindle.core.iproto.replication import encode_vclock_row
+from spindle.core.iproto.replication import encode_promote, encode_vclock_row
 from spindle.core.iproto.request import encode_dml_body, synchro_row
 from spindle.core.iproto.xrow import XRow, decode_rows, encode_row
 from spindle.core.raft.raft import RaftMsg, RaftState
@@ -410,6 +410,31 @@ def test_a_raft_message_pushed_during_a_hold_ends_it(run, sched, tmp_path, clock
         assert writes == [(start, [IprotoType.OK]),
                           (start + window / 4, [IprotoType.RAFT]),
                           (start + window / 4, [IprotoType.INSERT])]
+        sched.cancel(relay.fiber)
+        relay.cursor.tail.detach()
+    run(main)
+
+
+def test_a_new_leaders_state_goes_before_its_promote_written_meanwhile(
+        run, sched, tmp_path, clock):
+    """A new leader pushes its state to the relays, then writes its PROMOTE at
+    once (promote.py), before the relays run: each sends the state first, then
+    the row (a replica takes rows only from the leader it knows)."""
+    relay = make_relay(sched, tmp_path, Limbo())
+    writes = sent_frames(relay, clock)
+
+    def main():
+        relay.fiber = sched.spawn(relay_module.relay_subscribe_f, relay)
+        sched.yield_()
+        sched.sleep(relay_module.COALESCE_WINDOW / 4)
+        relay_push_raft(relay, RaftMsg(term=3, vote=1, state=RaftState.LEADER))
+        promote = encode_promote(0, 0, 3, replica_id=1, timestamp=TS)
+        promote.lsn = 1
+        relay.cursor.tail.append([promote], VClock({1: 1}))
+        sched.yield_()
+        sched.yield_()
+        assert [types for _, types in writes] == [
+            [IprotoType.OK], [IprotoType.RAFT], [IprotoType.PROMOTE]]
         sched.cancel(relay.fiber)
         relay.cursor.tail.detach()
     run(main)
