@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -482,11 +482,15 @@ def usual_header(buf: bytes, pos: int = 0) -> tuple[XRow, int]:
     return row, end
 
 
-def read_rows(buf: bytes, pos: int, rows: list[XRow] | None) -> tuple[XRow | None, int]:
+def read_rows(buf: bytes, pos: int, rows: list[XRow] | Callable[[XRow], Any] | None,
+              into: XRow | None = None) -> tuple[Any, int]:
     """The one quick reader of row headers. With `rows` None: the row (no body) of
     the header at `pos` and the position after it. With a list: every row from `pos`
     to the end of `buf` (an xlog block payload) with its body, appended to it; the
-    answer is then (None, len(buf)).
+    answer is then (None, len(buf)). With a reused row `into` and a function as
+    `rows` (visit_rows): each row read into `into`, which is handed to rows(into)
+    before the next is read over it; at a header it does not take this mode stops
+    instead of raising; it answers (how many rows it read, where it stopped).
 
     It takes what decode_header takes and gives what it gives, for fixmap headers
     whose keys are fixints of the uint fields and TIMESTAMP with the MsgPack types
@@ -501,55 +505,105 @@ def read_rows(buf: bytes, pos: int, rows: list[XRow] | None) -> tuple[XRow | Non
         unpacker = msgpack.Unpacker(max_buffer_size=max(end - pos, 1))
         unpacker.feed(memoryview(buf)[pos:] if pos else buf)
         read_bytes, skip, tell = unpacker.read_bytes, unpacker.skip, unpacker.tell
-        append = rows.append
+        append: Callable[[XRow], Any] = \
+            rows.append if into is None else rows       # type: ignore[union-attr,assignment]
         base = pos                  # (the unpacker counts from `pos`)
+    visited = 0
     empty, is_uint, wide = EMPTY_HEADER, HEADER_KEY_IS_UINT, HEADER_WIDE_MARKERS
     while True:
-        first = buf[pos]
-        if first & 0xF0 != 0x80:
-            raise NotUsual()
-        # the header's values, one slot per key: a store by key, no branch per key
-        fields: list[Any] = empty.copy()
-        p = pos + 1
-        for _ in range(first & 0x0F):
-            key = buf[p]
-            marker = buf[p + 1]
-            if marker < 0x80:
-                if not is_uint[key]:
-                    raise NotUsual()
-                fields[key] = marker
-                p += 2
-            elif key == _TIMESTAMP:
-                if marker != 0xCB:              # TIMESTAMP is a double, nothing else
-                    raise NotUsual()
-                fields[_TIMESTAMP] = _unpack_double(buf, p + 2)[0]
-                p += 10
-            elif marker in wide[key]:
-                fields[key], p = decode_uint(buf, p + 1)
-            else:
+        try:
+            first = buf[pos]
+            if first & 0xF0 != 0x80:
                 raise NotUsual()
-        if p > end:
-            raise NotUsual()
-        rtype, sync, replica_id, lsn, timestamp, schema, _, group_id, tsn_field, flags = fields
-        if tsn_field is None:
-            row = XRow(rtype, None, replica_id, lsn, timestamp, group_id, lsn, True, sync,
-                       schema)
-        else:
-            row = XRow(rtype, None, replica_id, lsn, timestamp, group_id,
-                       lsn - tsn_field if tsn_field < TSN_WRAPPED else tsn_of(lsn, tsn_field),
-                       bool(flags & _COMMIT_FLAG), sync, schema)
-        if rows is None:
-            return row, p
-        read_bytes(p - pos)
-        if p < end and rtype != _NOP:
-            skip()
-            pos = base + tell()
-            row.body = buf[p:pos]
-        else:
-            pos = p
+            # the header's values, one slot per key: a store by key, no branch per key
+            fields: list[Any] = empty.copy()
+            p = pos + 1
+            for _ in range(first & 0x0F):
+                key = buf[p]
+                marker = buf[p + 1]
+                if marker < 0x80:
+                    if not is_uint[key]:
+                        raise NotUsual()
+                    fields[key] = marker
+                    p += 2
+                elif key == _TIMESTAMP:
+                    if marker != 0xCB:              # TIMESTAMP is a double, nothing else
+                        raise NotUsual()
+                    fields[_TIMESTAMP] = _unpack_double(buf, p + 2)[0]
+                    p += 10
+                elif marker in wide[key]:
+                    fields[key], p = decode_uint(buf, p + 1)
+                else:
+                    raise NotUsual()
+            if p > end:
+                raise NotUsual()
+            rtype, sync, replica_id, lsn, timestamp, schema, _, group_id, tsn_field, flags = \
+                fields
+            if into is None:
+                if tsn_field is None:
+                    row = XRow(rtype, None, replica_id, lsn, timestamp, group_id, lsn, True,
+                               sync, schema)
+                else:
+                    row = XRow(rtype, None, replica_id, lsn, timestamp, group_id,
+                               lsn - tsn_field if tsn_field < TSN_WRAPPED
+                               else tsn_of(lsn, tsn_field),
+                               bool(flags & _COMMIT_FLAG), sync, schema)
+                if rows is None:
+                    return row, p
+            else:
+                # (each field stored: a fifth of what a new row costs)
+                row = into
+                row.type = rtype
+                row.replica_id = replica_id
+                row.lsn = lsn
+                row.timestamp = timestamp
+                row.group_id = group_id
+                row.sync = sync
+                row.schema_version = schema
+                if tsn_field is None:
+                    row.tsn = lsn
+                    row.is_commit = True
+                else:
+                    row.tsn = lsn - tsn_field if tsn_field < TSN_WRAPPED \
+                        else tsn_of(lsn, tsn_field)
+                    row.is_commit = bool(flags & _COMMIT_FLAG)
+                row.body = None
+            read_bytes(p - pos)
+            if p < end and rtype != _NOP:
+                skip()
+                next_pos = base + tell()
+                row.body = buf[p:next_pos]
+            else:
+                next_pos = p
+        except Exception:   # noqa: BLE001 - any defect: the strict decoder judges it
+            if into is None:
+                raise
+            return visited, pos     # (visit_rows reads the rest strictly)
+        pos = next_pos
         append(row)
+        if into is not None:
+            visited += 1
         if pos >= end:
-            return None, pos
+            return (None if into is None else visited), pos
+
+
+def visit_rows(payload: bytes, into: XRow, visit: Callable[[XRow], Any]) -> int:
+    """visit(row) for every row of a block payload, as decode_rows decodes them (and
+    with its errors, their offset in the payload), each read into the one row `into`
+    (read_rows' third mode), for a reader that keeps no row: snapshot recovery. A
+    row that read_rows does not take, and every row after it, is decoded strictly
+    (and the rows before it were visited already). Returns how many rows there were."""
+    count, stopped = read_rows(payload, 0, visit, into) if payload else (0, 0)
+    if stopped < len(payload):
+        try:
+            rest = decode_rows_strict(payload[stopped:])
+        except ClientError as err:
+            err.offset = getattr(err, "offset", 0) + stopped  # type: ignore[attr-defined]
+            raise
+        for row in rest:
+            visit(row)
+        count += len(rest)
+    return count
 
 
 _TIMESTAMP = int(IprotoKey.TIMESTAMP)

@@ -13,6 +13,8 @@ copies (`box.cfg{work_dir=...}`):
 """
 from __future__ import annotations
 
+import copy
+
 import shutil
 from pathlib import Path
 
@@ -52,7 +54,7 @@ class Collector:
         self.txs: list[list[XRow]] = []
 
     def snap(self, row: XRow) -> None:
-        self.snapshot_rows.append(row)
+        self.snapshot_rows.append(copy.copy(row))     # (recovery reads over its row)
 
     def tx(self, rows: list[XRow]) -> None:
         self.txs.append(rows)

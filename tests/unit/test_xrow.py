@@ -388,6 +388,52 @@ def test_mutated_payloads_decode_as_the_strict_decoder_decodes_them(where, byte,
     assert _outcome(decode_rows, mutated) == _outcome(decode_rows_strict, mutated)
 
 
+def _visited(payload):
+    """visit_rows' rows (copies: it reads every row into one) and, after them, its
+    error as _outcome gives it; with its count of rows."""
+    import copy
+    from spindle.core.iproto.xrow import visit_rows
+    seen: list[XRow] = []
+    into = XRow(0)
+    try:
+        count = visit_rows(payload, into, lambda row: seen.append(copy.copy(row)))
+    except ClientError as err:
+        return [repr(row._identity()) for row in seen], ("error", err.code, str(err),
+                                                         getattr(err, "offset", None))
+    assert count == len(seen) and all(row is not into for row in seen)
+    return [repr(row._identity()) for row in seen], None
+
+
+def test_visit_rows_reads_into_one_row_what_decode_rows_reads():
+    from spindle.core.iproto.xrow import visit_rows
+    _, payload = _payload_rows()
+    assert _visited(payload) == (_outcome(decode_rows, payload), None)
+    into, kept = XRow(0), []
+    assert visit_rows(payload, into, kept.append) == 6
+    assert kept == [into] * 6 and into == decode_rows(payload)[-1]    # one row, read over
+    assert visit_rows(b"", into, kept.append) == 0
+
+
+@settings(max_examples=500)
+@given(st.integers(0, 10_000), st.integers(0, 255), st.booleans())
+def test_mutated_payloads_are_visited_as_decode_rows_decodes_them(where, byte, cut):
+    """The same rows, or the same error after the rows before the defect (which
+    the strict decoder, reading the rest, has not seen)."""
+    from spindle.core.iproto.xrow import decode_rows_strict
+    _, payload = _payload_rows()
+    where %= len(payload)
+    mutated = payload[:where] if cut else payload[:where] + bytes((byte,)) + payload[where + 1:]
+    rows, error = _visited(mutated)
+    expected = _outcome(decode_rows, mutated)
+    if error is None:
+        assert rows == expected
+    else:
+        assert error == expected
+        offset = error[3]
+        assert rows == [repr(row._identity())
+                        for row in decode_rows_strict(mutated[:offset])][:len(rows)]
+
+
 # ------------------------------------------- the one strict header decoder (xrow)
 
 def test_strict_header_wraps_the_uint32_fields_as_2_6_0_does():
