@@ -3,11 +3,12 @@
 
     .venv/bin/python scripts/bench/box.py [--rows N] [--rounds K]
         [--pin-servers CPUS] [--pin-client CPUS] [--only cold [--reps N]]
-        [--only lua|connector]
+        [--only lua|connector|recovery]
 
 `--only cold` measures the cold start alone, `--reps` times per server (alternating),
 and reports the median. `--only lua` runs the Lua insert loops alone, `--only
-connector` the connector loops (and the cold start of their servers).
+connector` the connector loops (and the cold start of their servers), `--only
+recovery` the snapshot and the recovery of a filled directory.
 
 SPINDLE_BIN=/path/to/spindle measures another build (e.g. a checkout of an older
 commit) against the same Tarantool.
@@ -163,7 +164,7 @@ def measure(binaries: dict[str, str], rows: int, rounds: int,
                 with tempfile.TemporaryDirectory() as cwd:
                     out[name][f"Lua inserts/s, {per_txn} row/txn"] = run_lua(
                         binary, LUA_INSERTS.format(rows=rows, per_txn=per_txn), cwd)
-    if only is None:
+    if only in (None, "recovery"):
         for name, binary in binaries.items():
             with tempfile.TemporaryDirectory() as cwd:
                 out[name]["snapshot rows/s"] = run_lua(binary, FILL_LUA.format(rows=rows), cwd)
@@ -220,9 +221,10 @@ def main() -> None:
                         help="connector benchmarks: run both servers on these CPUs")
     parser.add_argument("--pin-client", metavar="CPUS",
                         help="connector benchmarks: run the client on these CPUs")
-    parser.add_argument("--only", choices=["cold", "lua", "connector"],
+    parser.add_argument("--only", choices=["cold", "lua", "connector", "recovery"],
                         help="run only this benchmark (cold: cold start to PING; lua: "
-                             "the Lua insert loops; connector: the connector loops)")
+                             "the Lua insert loops; connector: the connector loops; "
+                             "recovery: a snapshot, and recovery from it and an xlog)")
     parser.add_argument("--reps", type=int, default=15,
                         help="--only cold: starts per server, median reported (default 15)")
     args = parser.parse_args()
