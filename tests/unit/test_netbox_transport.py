@@ -81,7 +81,7 @@ class Wire:
         native = runtime.table({k: runtime.bridge(v, convert_args=False)
                                 for k, v in natives.items()})
         self.fns = runtime.load(read_source("modules/netbox/net_box_wire.lua"),
-                                "@net_box_wire.lua")(native)
+                                "@net_box_wire.lua")(native, runtime.table(), runtime.wait)
         self.w = self.fns[b"new"]()
         self.w[b"state"] = b"active"
         self.w[b"max_packet"] = 1 << 31

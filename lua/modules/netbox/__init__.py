@@ -41,12 +41,13 @@ class NetBoxModule:
         call_global, _ = runtime.load(_CALL_LUA, "=call")()
         native = runtime.table({k: runtime.bridge(v, convert_args=False)
                                 for k, v in natives.items()})
+        blocking_table = runtime.table(blocking)
         self.wire_fns = runtime.load(read_source("modules/netbox/net_box_wire.lua"),
-                                     "@net_box_wire.lua")(native)
+                                     "@net_box_wire.lua")(native, blocking_table, runtime.wait)
         chunks = [runtime.load(read_source(f"modules/netbox/{name}.lua"), f"@{name}.lua")
                   for name in ("net_box", "net_box_schema", "net_box_self")]
         self.lua_module = chunks[0](
-            native, runtime.table(blocking), runtime.wait, self.wire_fns,
+            native, blocking_table, runtime.wait, self.wire_fns,
             instance.storage.tuple_lua, call_global, chunks[1], chunks[2],
             instance.storage.spaces.lua[b"checks"])
 

@@ -32,7 +32,6 @@ local fiber_clock = fiber.clock
 local make_mt, bless = tuple.make_mt, tuple.bless
 local base_mt = tuple.base_mt
 local max = math.max
-local band = require('bit').band
 
 local E_PROC_LUA = box.error.PROC_LUA
 local E_MORE_THAN_ONE_TUPLE = box.error.MORE_THAN_ONE_TUPLE
@@ -44,7 +43,6 @@ local DEFAULT_CONNECT_TIMEOUT = 10
 local SELECT, INSERT, REPLACE, UPDATE, DELETE = 1, 2, 3, 4, 5
 local CALL_16, EVAL, UPSERT, CALL, PING = 6, 8, 9, 10, 64
 local DATA = 0x30
-local TYPE_ERROR = 0x8000       -- of a reply's type: an error
 local ITER = {EQ = 0, REQ = 1, ALL = 2, LT = 3, LE = 4, GE = 5, GT = 6,
               BITS_ALL_SET = 7, BITS_ANY_SET = 8, BITS_ALL_NOT_SET = 9,
               OVERLAPS = 10, NEIGHBOR = 11}
@@ -214,64 +212,8 @@ local future_methods = {}
 local future_mt = {__index = future_methods}
 local wire_send = wire.send
 
--- The reply of a request (net_box_wire.lua's fields of `f`): its raw body, or nil and
--- its error, or nil and nil while it is on its way.
-local function outcome(f)
-    if f._done then
-        local err = f._err
-        if err == nil then
-            local status = f._status
-            if band(status, TYPE_ERROR) == 0 then
-                return f._raw
-            end
-            err = native.reply_error(status, f._raw)
-            f._err = err
-        end
-        return nil, err
-    end
-    if f._wire.gone then
-        return nil, native.no_connection()
-    end
-    return nil, nil
-end
-
-local function is_ready(f)
-    return f._done or f._wire.gone
-end
-
--- Park until `f` is answered or pushed to (`pushes`: until it has more than that
--- many), its connection is gone or `deadline` (fiber.clock(); nil: none) passes;
--- false when the deadline passed first.
-local function wait_for(f, deadline, pushes)
-    local w = f._wire
-    while not f._done and not w.gone do
-        if pushes ~= nil and f._pushes ~= nil and #f._pushes > pushes then
-            return true
-        end
-        local timeout = TIMEOUT_INFINITY
-        if deadline ~= nil then
-            timeout = deadline - fiber_clock()
-            if timeout <= 0 then
-                return false
-            end
-        end
-        f._waiting = (f._waiting or 0) + 1
-        local alive = wait(blocking.wait_reply, f._transport, f._sync, timeout)
-        f._waiting = f._waiting - 1
-        if not alive then
-            w.gone = true
-        end
-    end
-    return true
-end
-
--- a timeout as wait_for's deadline
-local function deadline_of(timeout)
-    if timeout == nil or timeout >= TIMEOUT_INFINITY / 2 then
-        return nil
-    end
-    return fiber_clock() + max(0, timeout)
-end
+local outcome, is_ready, wait_for, deadline_of = wire.outcome, wire.is_ready,
+    wire.wait_for, wire.deadline_of
 
 -- Keep the outcome of an answered request, its body decoded (outcome()'s raw body,
 -- or nil and its error); return result, or nil and the error.

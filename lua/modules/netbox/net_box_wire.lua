@@ -1,6 +1,7 @@
 -- The requests of one net.box connection, kept on the Lua side of transport.py: the
--- sync counter, the frames of the requests sent, the futures in flight by sync and
--- the reading of the usual replies, as 2.6.0's net_box.lua keeps them in Lua.
+-- sync counter, the frames of the requests sent, the futures in flight by sync, the
+-- reading of the usual replies and the waiting for one, as 2.6.0's net_box.lua keeps
+-- them in Lua.
 --
 -- Why here and not in Python: a request crosses between Lua and Python only when it
 -- must (~1.5 us a crossing). Frames queue in a Lua table that transport.py takes in
@@ -17,13 +18,19 @@
 -- (the reply's type and body), _pushes (box.session.push messages), _err (its
 -- connection failed, or it was discarded), _waiting (fibers parked on it).
 --
--- Loaded with (native): send_now, want_flush, flush and state_error of transport.py.
--- Returns the functions transport.py and net_box.lua call.
-local native = ...
+-- Loaded with (native, blocking, wait): transport.py's natives (send_now, want_flush,
+-- flush, state_error, reply_error, no_connection) and its wait_reply, run through the
+-- driver's wait(). Returns the functions transport.py and net_box.lua call.
+local native, blocking, wait = ...
 
 local byte, sub, char, concat = string.byte, string.sub, string.char, table.concat
 local bit = require('bit')
 local band, rshift = bit.band, bit.rshift
+local fiber_clock = require('fiber').clock
+local max = math.max
+
+local TIMEOUT_INFINITY = 500 * 365 * 86400      -- net_box.lua's
+local TYPE_ERROR = 0x8000       -- of a reply's type: an error
 
 local CHUNK = 0x80              -- IPROTO_CHUNK: a box.session.push() message
 local SYNC_MASK = 0x7FFFFFFF    -- transport.py's next_sync wraps the same way
@@ -186,5 +193,68 @@ local function discard(w, f, err)
     end
 end
 
+---------------------------------------------------------------- waiting for one
+
+-- The reply of a request: its raw body, or nil and its error, or nil and nil while it
+-- is on its way.
+local function outcome(f)
+    if f._done then
+        local err = f._err
+        if err == nil then
+            local status = f._status
+            if band(status, TYPE_ERROR) == 0 then
+                return f._raw
+            end
+            err = native.reply_error(status, f._raw)
+            f._err = err
+        end
+        return nil, err
+    end
+    if f._wire.gone then
+        return nil, native.no_connection()
+    end
+    return nil, nil
+end
+
+local function is_ready(f)
+    return f._done or f._wire.gone
+end
+
+-- Park until `f` is answered or pushed to (`pushes`: until it has more than that
+-- many), its connection is gone or `deadline` (fiber.clock(); nil: none) passes;
+-- false when the deadline passed first.
+local function wait_for(f, deadline, pushes)
+    local w = f._wire
+    while not f._done and not w.gone do
+        if pushes ~= nil and f._pushes ~= nil and #f._pushes > pushes then
+            return true
+        end
+        local timeout = TIMEOUT_INFINITY
+        if deadline ~= nil then
+            timeout = deadline - fiber_clock()
+            if timeout <= 0 then
+                return false
+            end
+        end
+        f._waiting = (f._waiting or 0) + 1
+        local alive = wait(blocking.wait_reply, f._transport, f._sync, timeout)
+        f._waiting = f._waiting - 1
+        if not alive then
+            w.gone = true
+        end
+    end
+    return true
+end
+
+-- a timeout as wait_for's deadline
+local function deadline_of(timeout)
+    if timeout == nil or timeout >= TIMEOUT_INFINITY / 2 then
+        return nil
+    end
+    return fiber_clock() + max(0, timeout)
+end
+
 return {new = new, new_sync = new_sync, send = send, take_out = take_out,
-        replies = replies, dispatch = dispatch, fail_all = fail_all, discard = discard}
+        replies = replies, dispatch = dispatch, fail_all = fail_all, discard = discard,
+        outcome = outcome, is_ready = is_ready, wait_for = wait_for,
+        deadline_of = deadline_of}
