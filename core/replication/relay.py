@@ -47,7 +47,8 @@ from spindle.core.iproto.errors import (
 from spindle.core.iproto.replication import (
     decode_vclock_row, encode_heartbeat, encode_raft,
 )
-from spindle.core.iproto.xrow import XRow, encode_row_list, frame
+from spindle.core.iproto.row_block import encode_row_list
+from spindle.core.iproto.xrow import XRow, frame
 from spindle.core.net.protocol import PacketError, decode_packet
 from spindle.core.net.session import format_peer
 from spindle.core.raft.raft import RaftMsg, RaftState

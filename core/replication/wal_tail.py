@@ -52,7 +52,8 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from spindle.core.fiber import Cond
-from spindle.core.iproto.xrow import LocalTxRows, XRow
+from spindle.core.iproto.row_block import LocalTxRows
+from spindle.core.iproto.xrow import XRow
 from spindle.core.vclock import VClock
 from spindle.core.wal.writer import wal_clear_watcher, wal_set_watcher
 

@@ -25,9 +25,8 @@ import msgpack
 
 from spindle.core.iproto.constants import IprotoType
 from spindle.core.iproto.msgpack import mp_encode_uint
-from spindle.core.iproto.xrow import (
-    KEY_SYNC, RELAY_HEADER, TIMESTAMP_AFTER_LSN, XRow, decode_rows,
-)
+from spindle.core.iproto.row_block import decode_rows
+from spindle.core.iproto.xrow import KEY_SYNC, RELAY_HEADER, TIMESTAMP_AFTER_LSN, XRow
 
 _pack_frame_head = struct.Struct(">BI").pack     # 0xce + u32: Tarantool's length prefix
 _unpack_double = struct.Struct(">d").unpack_from

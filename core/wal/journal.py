@@ -18,7 +18,8 @@ from collections.abc import Callable
 from spindle.core import log
 from spindle.core.iproto.constants import GroupId
 from spindle.core.iproto.errors import ClientError, ErrorCode
-from spindle.core.iproto.xrow import XRow, encode_local_tx, encode_row_list
+from spindle.core.iproto.row_block import encode_local_tx, encode_row_list
+from spindle.core.iproto.xrow import XRow
 from spindle.core.vclock import VClock
 
 _LOCAL = int(GroupId.LOCAL)

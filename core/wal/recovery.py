@@ -40,7 +40,8 @@ from typing import TypeVar
 
 from spindle.core import log
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
-from spindle.core.iproto.xrow import XRow, visit_rows
+from spindle.core.iproto.row_block import visit_rows
+from spindle.core.iproto.xrow import XRow
 from spindle.core.vclock import VClock
 from spindle.core.xlog.files import XlogReader, list_files, read_meta, remove_inprogress
 from spindle.core.xlog.format import SNAP, XLOG, CorruptBlock, XlogError, XlogMeta

@@ -31,7 +31,8 @@ import zstandard
 from spindle.core.iproto.constants import IPROTO_BODY_LEN_MAX, XLOG_FIXHEADER_SIZE
 from spindle.core.iproto.errors import BoxError, ClientError
 from spindle.core.iproto.msgpack import MsgpackError, mp_encode_uint, mp_next
-from spindle.core.iproto.xrow import XRow, decode_rows, encode_row_list
+from spindle.core.iproto.row_block import decode_rows, encode_row_list
+from spindle.core.iproto.xrow import XRow
 from spindle.core.vclock import VCLOCK_STR_LEN_MAX, VClock, VClockParseError
 
 ROW_MARKER = 0xD5BA0BAB

@@ -15,7 +15,8 @@ from spindle.core.iproto.constants import IprotoType
 from spindle.core.iproto.errors import ClientError
 from spindle.core.iproto.replication import encode_promote, encode_vclock_row
 from spindle.core.iproto.request import encode_dml_body, synchro_row
-from spindle.core.iproto.xrow import XRow, decode_rows, encode_row
+from spindle.core.iproto.row_block import decode_rows, encode_row
+from spindle.core.iproto.xrow import XRow
 from spindle.core.raft.raft import RaftMsg, RaftState
 from spindle.core.xlog.format import decode_file
 from spindle.core.replication import relay as relay_module

@@ -14,7 +14,8 @@ from spindle.core.fiber import Scheduler
 from spindle.core.fiber.coio import run_in_thread
 from spindle.core.iproto.constants import GroupId, IprotoType
 from spindle.core.iproto.request import encode_dml_body
-from spindle.core.iproto.xrow import XRow, encode_row
+from spindle.core.iproto.row_block import encode_row
+from spindle.core.iproto.xrow import XRow
 from spindle.core.xlog.format import EOF_MARKER_BYTES
 from spindle.core.replication.wal_cursor import WalCursor, XlogGapError
 from spindle.core.replication.wal_tail import WalTail

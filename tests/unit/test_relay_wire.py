@@ -14,7 +14,8 @@ import pytest
 from spindle.core.iproto.constants import GroupId, IprotoType
 from spindle.core.iproto.errors import ClientError
 from spindle.core.iproto.request import encode_dml_body, synchro_row
-from spindle.core.iproto.xrow import XRow, decode_rows, encode_header
+from spindle.core.iproto.row_block import decode_rows
+from spindle.core.iproto.xrow import XRow, encode_header
 from spindle.core.xlog.format import (
     EOF_MARKER_BYTES, XLOG, CorruptBlock, XlogMeta, decode_file, encode_block, encode_rows,
     split_transactions,

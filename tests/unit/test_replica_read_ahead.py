@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from spindle.core.iproto.msgpack import ext_hook
 from spindle.core.iproto.constants import IprotoType
 from spindle.core.iproto.request import decode_dml_packet, encode_dml_body
-from spindle.core.iproto.xrow import XRow, decode_row, encode_row
+from spindle.core.iproto.row_block import encode_row
+from spindle.core.iproto.xrow import XRow, decode_row
 from spindle.core.replication import streams
 from spindle.core.replication.apply import StreamError, _one_replica_rising
 from spindle.core.replication.streams import TxAssembler

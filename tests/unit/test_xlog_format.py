@@ -9,9 +9,8 @@ from hypothesis import strategies as st
 
 from spindle.core.iproto.constants import IprotoType, type_name
 from spindle.core.iproto.request import encode_dml_body, encode_snapshot_body
-from spindle.core.iproto.xrow import (
-    LocalTxRows, XRow, encode_header, encode_local_tx, encode_row_list,
-)
+from spindle.core.iproto.row_block import LocalTxRows, encode_local_tx, encode_row_list
+from spindle.core.iproto.xrow import XRow, encode_header
 from spindle.core.xlog.format import (
     COMPRESS_THRESHOLD, EOF_MARKER_BYTES, FIXHEADER_SIZE, ROW_MARKER, ZROW_MARKER, Block,
     BlockStream, CorruptBlock, DataAfterEof, EofMarker, NeedMore, XlogHeaderError, XlogMeta,

@@ -13,8 +13,9 @@ from spindle.core.iproto.request import (
     DmlRequest, decode_dml_body, decode_synchro_body, encode_dml_body, encode_snapshot_body,
     encode_synchro_body, synchro_row,
 )
+from spindle.core.iproto.row_block import decode_rows
 from spindle.core.iproto.xrow import (
-    XRow, decode_frame_length, decode_row, decode_rows, encode_reply_header, frame,
+    XRow, decode_frame_length, decode_row, encode_reply_header, frame,
 )
 
 WIRE = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "tarantool-2.6" / "wire"
@@ -370,7 +371,8 @@ def _outcome(decode, payload):
 
 
 def test_decode_rows_reads_what_the_strict_decoder_reads():
-    from spindle.core.iproto.xrow import decode_rows_strict, tsn_field, tsn_of
+    from spindle.core.iproto.row_block import decode_rows_strict
+    from spindle.core.iproto.xrow import tsn_field, tsn_of
     rows, payload = _payload_rows()
     decoded = decode_rows(payload)
     assert decoded == decode_rows_strict(payload)
@@ -381,7 +383,7 @@ def test_decode_rows_reads_what_the_strict_decoder_reads():
 @settings(max_examples=500)
 @given(st.integers(0, 10_000), st.integers(0, 255), st.booleans())
 def test_mutated_payloads_decode_as_the_strict_decoder_decodes_them(where, byte, cut):
-    from spindle.core.iproto.xrow import decode_rows_strict
+    from spindle.core.iproto.row_block import decode_rows_strict
     _, payload = _payload_rows()
     where %= len(payload)
     mutated = payload[:where] if cut else payload[:where] + bytes((byte,)) + payload[where + 1:]
@@ -392,7 +394,7 @@ def _visited(payload):
     """visit_rows' rows (copies: it reads every row into one) and, after them, its
     error as _outcome gives it; with its count of rows."""
     import copy
-    from spindle.core.iproto.xrow import visit_rows
+    from spindle.core.iproto.row_block import visit_rows
     seen: list[XRow] = []
     into = XRow(0)
     try:
@@ -405,7 +407,7 @@ def _visited(payload):
 
 
 def test_visit_rows_reads_into_one_row_what_decode_rows_reads():
-    from spindle.core.iproto.xrow import visit_rows
+    from spindle.core.iproto.row_block import visit_rows
     _, payload = _payload_rows()
     assert _visited(payload) == (_outcome(decode_rows, payload), None)
     into, kept = XRow(0), []
@@ -419,7 +421,7 @@ def test_visit_rows_reads_into_one_row_what_decode_rows_reads():
 def test_mutated_payloads_are_visited_as_decode_rows_decodes_them(where, byte, cut):
     """The same rows, or the same error after the rows before the defect (which
     the strict decoder, reading the rest, has not seen)."""
-    from spindle.core.iproto.xrow import decode_rows_strict
+    from spindle.core.iproto.row_block import decode_rows_strict
     _, payload = _payload_rows()
     where %= len(payload)
     mutated = payload[:where] if cut else payload[:where] + bytes((byte,)) + payload[where + 1:]
