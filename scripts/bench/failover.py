@@ -1,6 +1,6 @@
 """Election failover (issue 25): Spindle and Tarantool 2.6.3 side by side in one run.
 
-    .venv/bin/python scripts/bench/failover.py [--kills N]
+    .venv/bin/python scripts/bench/failover.py [--kills N] [--random-phase]
 
 For each kind, three nodes of that kind, all election_mode = 'candidate',
 replication_timeout = 0.25 and election_timeout = 1 (tests/integration/election.py's
@@ -14,11 +14,31 @@ before the next kill. Printed: median, p90, min and max of the N times per kind,
 their ratio, and the load average before and after (the time is death detection
 — 4 × replication_timeout of silence — plus the election timeout's wait and the
 vote round, the WAL writes of term and vote, and the new leader's PROMOTE).
+
+Death detection depends on the heartbeat phase at the kill: a survivor starts an
+election 4 × replication_timeout after the last message it heard from the leader,
+which came 0 to replication_timeout before the kill, and the first survivor to
+start decides. So right after each kill the survivors' `upstream.idle` of the
+leader is read (nothing comes from it any more, and a failed reconnection does
+not restart the idle time, in either kind), and the time from the earliest of
+those last messages to the accepted write is printed too ("from the last
+message"): the mechanism without the phase. The phase is not chance here: each
+kill follows the old leader's restart by the settle step's polls (every 50 ms),
+and 2.6.3 restarts in the same few ms every time, so its kills come at nearly the
+same phase run after run (one of its survivors heard the leader 0.20-0.22 s
+before most kills, measured; Spindle's restart varies by more than a heartbeat
+period; and the offset between the phases of the leader's two relays is how
+long the old leader's restart took, modulo the period: ~0.06 s for 2.6.3, near 0
+for Spindle's ~0.5 s restarts: relays in step give the two survivors one phase
+between them, where independent ones let the earlier of two decide). `--random-phase` waits a random time within one
+replication_timeout before each kill and before each restart: both the phase and
+the offset are then uniform, for both kinds alike.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -35,6 +55,7 @@ from integration.election import (  # noqa: E402
 )
 
 PROBE_PAUSE = 0.002       # between two rounds of tries over the survivors
+REPLICATION_TIMEOUT = 0.25   # tests/integration/election.py's (the heartbeat period)
 SETTLE_TIMEOUT = 120.0
 SYNC_SPACE = ("box.schema.space.create('sync', {is_sync = true, if_not_exists = true}) "
               "box.space.sync:create_index('pk', {if_not_exists = true})")
@@ -62,6 +83,24 @@ def first_accepted_write(survivors: list[Node], key: int, started: float) -> flo
     finally:
         for conn in conns.values():
             conn.close()
+
+
+IDLE = """local r = box.info.replication[...]
+return r and r.upstream and r.upstream.idle"""
+
+
+def last_heard(survivors: list[Node], leader_id: int) -> list[float]:
+    """When each survivor last heard from the (killed) leader, in seconds since
+    the epoch: its upstream.idle of the leader, taken from the middle of the
+    eval's round trip."""
+    heard = []
+    for node in survivors:
+        asked = time.time()
+        idle = node.eval(IDLE, leader_id)
+        if idle is None:
+            raise AssertionError(f"{node.name} has no upstream from the leader")
+        heard.append((asked + time.time()) / 2 - idle)
+    return heard
 
 
 def log_times(node: Node, since: float, marks: tuple[str, ...]) -> dict[str, float]:
@@ -112,37 +151,57 @@ def settle(nodes: list[Node]) -> Node:
     return leader
 
 
-def measure(cluster: Cluster, kind: str, kills: int) -> list[float]:
+def measure(cluster: Cluster, kind: str, kills: int, random_phase: bool
+            ) -> tuple[list[float], list[float]]:
+    """Per kill: from the kill, and from the last message a survivor heard from
+    the leader, to the first accepted write."""
     nodes = add_nodes(cluster, [kind] * 3)
     start_all(nodes)
     settle(nodes).eval(SYNC_SPACE)
-    times = []
+    times, since_heard = [], []
     for number in range(1, kills + 1):
         leader = settle(nodes)
+        leader_id = leader.info("id")
         survivors = [node for node in nodes if node is not leader]
+        if random_phase:
+            time.sleep(random.uniform(0, REPLICATION_TIMEOUT))
         killed_at, started = time.time(), time.monotonic()
         leader.kill()
+        heard = last_heard(survivors, leader_id)
         times.append(first_accepted_write(survivors, number, started))
+        since_heard.append(killed_at + times[-1] - min(heard))
+        phase = "/".join(f"{killed_at - one:.3f}" for one in heard)
         print(f"  {kind} kill {number}: {leader.name} killed, a write accepted after "
-              f"{times[-1]:.3f} s: {breakdown(survivors, killed_at, times[-1])}",
-              flush=True)
+              f"{times[-1]:.3f} s: {breakdown(survivors, killed_at, times[-1])}; "
+              f"leader last heard {phase} s before the kill, "
+              f"{since_heard[-1]:.3f} s from then", flush=True)
+        if random_phase:
+            time.sleep(random.uniform(0, REPLICATION_TIMEOUT))
         leader.start(wait=False)
         leader.wait_ready(SETTLE_TIMEOUT)
     for node in nodes:
         node.stop()
-    return times
+    return times, since_heard
 
 
-def summary(times: list[float]) -> dict[str, float]:
-    ordered = sorted(times)
-    return {"median, s": statistics.median(ordered),
-            "p90, s": ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))],
-            "min, s": ordered[0], "max, s": ordered[-1]}
+def p90(ordered: list[float]) -> float:
+    return ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
+
+
+def summary(times: list[float], since_heard: list[float]) -> dict[str, float]:
+    ordered, heard = sorted(times), sorted(since_heard)
+    return {"median, s": statistics.median(ordered), "p90, s": p90(ordered),
+            "min, s": ordered[0], "max, s": ordered[-1],
+            "from the last message: median, s": statistics.median(heard),
+            "from the last message: p90, s": p90(heard)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--kills", type=int, default=20)
+    parser.add_argument("--random-phase", action="store_true",
+                        help="wait a random time within one replication_timeout "
+                             "before each kill and each restart (see the module doc)")
     args = parser.parse_args()
     if not os.access(os.environ.get("TARANTOOL_2_6_3") or ORACLE_2_6_3, os.X_OK):
         sys.exit(f"Tarantool 2.6.3 is not at {ORACLE_2_6_3} (set TARANTOOL_2_6_3)")
@@ -153,10 +212,11 @@ def main() -> None:
         for kind, column in (("tarantool-2.6.3", "tarantool"), ("spindle", "spindle")):
             (Path(tmp) / kind).mkdir()
             with Cluster(Path(tmp) / kind) as cluster:
-                results[column] = summary(measure(cluster, kind, args.kills))
+                results[column] = summary(*measure(cluster, kind, args.kills,
+                                                   args.random_phase))
     load_after = os.getloadavg()
     print(f"kill -9 of the leader to the first accepted sync write, {args.kills} kills "
-          "(Tarantool = 2.6.3)")
+          "(Tarantool = 2.6.3)" + (", random phase" if args.random_phase else ""))
     print_side_by_side(results, ",.3f")
     print("load average before: {:.2f} {:.2f} {:.2f}, after: {:.2f} {:.2f} {:.2f}".format(
         *load_before, *load_after))
