@@ -288,16 +288,30 @@ def test_a_sync_transaction_written_while_holding_ends_the_hold(run, sched, tmp_
     run(main)
 
 
-def send_times(relay: Relay, clock) -> list[float]:
-    """The (fake) clock's time of each of the relay's socket writes, from now on."""
-    sends = []
+def start_sender(relay: Relay, sched, clock) -> float:
+    """The relay's sender fiber started and run to its first wait; the time it
+    started at."""
+    start = clock()
+    relay.fiber = sched.spawn(relay_module.relay_subscribe_f, relay)
+    sched.yield_()
+    return start
+
+
+def on_send(relay: Relay, note) -> None:
+    """note(data) at each of the relay's socket writes, from now on."""
     socket = relay.stream.sock.sock
     plain_send = socket.send
 
     def send(data):
-        sends.append(clock())
+        note(data)
         return plain_send(data)
     socket.send = send
+
+
+def send_times(relay: Relay, clock) -> list[float]:
+    """The (fake) clock's time of each of the relay's socket writes, from now on."""
+    sends: list[float] = []
+    on_send(relay, lambda data: sends.append(clock()))
     return sends
 
 
@@ -311,9 +325,7 @@ def test_the_sender_wakes_once_per_send_while_rows_keep_coming(run, sched, tmp_p
     sends = send_times(relay, clock)
 
     def main():
-        start = clock()
-        relay.fiber = sched.spawn(relay_module.relay_subscribe_f, relay)
-        sched.yield_()
+        start = start_sender(relay, sched, clock)
         assert sends == [start]                     # the first heartbeat
         tail = relay.cursor.tail
         tail.append(tx(1, 1, 1), VClock({1: 1}))    # right after a send: waits
@@ -340,14 +352,9 @@ def test_the_sender_wakes_once_per_send_while_rows_keep_coming(run, sched, tmp_p
 def sent_frames(relay: Relay, clock) -> list[tuple[float, list[int]]]:
     """Each socket write of the relay from now on: the (fake) clock's time and the
     request types of the rows it carried."""
-    writes = []
-    socket = relay.stream.sock.sock
-    plain_send = socket.send
-
-    def send(data):
-        writes.append((clock(), [row.type for row in decode_frames(bytes(data))]))
-        return plain_send(data)
-    socket.send = send
+    writes: list[tuple[float, list[int]]] = []
+    on_send(relay, lambda data: writes.append(
+        (clock(), [row.type for row in decode_frames(bytes(data))])))
     return writes
 
 
@@ -375,9 +382,7 @@ def test_a_raft_message_pushed_as_the_wal_wakes_the_sender_is_not_held(
     writes = sent_frames(relay, clock)
 
     def main():
-        start = clock()
-        relay.fiber = sched.spawn(relay_module.relay_subscribe_f, relay)
-        sched.yield_()
+        start = start_sender(relay, sched, clock)
         assert writes == [(start, [IprotoType.OK])]        # the first heartbeat
         sched.sleep(window / 4)
         relay.cursor.tail.append([local(0, 1)], VClock({0: 1}))   # the vote's row
@@ -399,9 +404,7 @@ def test_a_raft_message_pushed_during_a_hold_ends_it(run, sched, tmp_path, clock
     writes = sent_frames(relay, clock)
 
     def main():
-        start = clock()
-        relay.fiber = sched.spawn(relay_module.relay_subscribe_f, relay)
-        sched.yield_()
+        start = start_sender(relay, sched, clock)
         relay.cursor.tail.append(tx(1, 1, 1), VClock({1: 1}))
         sched.sleep(window / 4)
         assert len(writes) == 1                             # held
