@@ -759,7 +759,10 @@ local function connect(...)
     -- is closed after Python has let go of everything) there is nothing to stop.
     remote._gc_hook = ffi.gc(ffi.new('char[1]'), function()
         if not worker_gone then
-            wire.fail_all(w, native.collected(transport))
+            local err = native.collected(transport)
+            if err ~= nil then          -- (nil: the requests ended already)
+                wire.fail_all(w, err)
+            end
         end
     end)
     if opts.wait_connected ~= false then
