@@ -58,12 +58,22 @@ def test_a_broken_stack_falls_back_to_error_24():
 
 # --------------------------------------------- the Lua side's requests (net_box_wire.lua)
 
+_INSTANCES: list[Instance] = []
+
+
+def _instance() -> Instance:
+    """One Lua instance for every Wire of this module (each a wire table of its own)."""
+    if not _INSTANCES:
+        _INSTANCES.append(Instance())
+    return _INSTANCES[0]
+
+
 class Wire:
-    """net_box_wire.lua in a Lua runtime of its own, with natives that note what it
+    """net_box_wire.lua with a wire table of its own, with natives that note what it
     asks of the transport."""
 
     def __init__(self):
-        self.instance = Instance()
+        self.instance = _instance()
         runtime = self.runtime = self.instance.runtime
         self.sent_now: list[bytes] = []
         self.flushes = 0
