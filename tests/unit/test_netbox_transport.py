@@ -183,3 +183,26 @@ def test_a_failed_connection_ends_every_request(wire):
     assert [(f[b"_done"], f[b"_err"]) for f in futures] == [
         (True, "discarded"), (True, "gone"), (True, "gone")]
     assert wire.w[b"count"] == 0 and wire.take_out() is None
+
+
+def test_what_spindle_leaves_out_says_so():
+    """net.box's console connections and wrap(), deprecated in 2.6.0 since 1.10:
+    ER_UNSUPPORTED, not a binary connection in their place."""
+    instance = _instance()
+    code = """
+        local net = require('net.box')
+        local ok1, e1 = pcall(net.connect, '127.0.0.1:1', {console = true})
+        local ok2, e2 = pcall(net.wrap)
+        return ok1, e1.code, e1.message, ok2, e2.message
+    """
+
+    def main():
+        try:
+            return [instance.runtime.to_py(v) for v in instance.run_chunk(code, "=test")]
+        finally:
+            instance.sched.stop()
+    assert instance.sched.run(main) == [
+        False, ErrorCode.ER_UNSUPPORTED,
+        "Spindle does not support net.box console connections "
+        "(use require('console').connect())",
+        False, "Spindle does not support net.box.wrap"]

@@ -2,12 +2,13 @@
 --
 -- The connection object, its futures and triggers live here, its space and index
 -- objects (from the peer's schema) in net_box_schema.lua, net.box.self in
--- net_box_self.lua; the socket, the state machine and the pipelining are
--- transport.py's. Not here: the deprecated console connections, wrap() of a socket,
--- SQL. Request bodies are encoded and responses decoded here with the msgpack
--- module, as 2.6.0's net.box does, so results carry the same values (int64 cdata,
--- box.NULL, map/array hints, decoded extensions); with the `buffer` option a
--- response's raw body goes into that buffer.ibuf instead (see into_buffer).
+-- net_box_self.lua, the requests in flight in net_box_wire.lua; the socket and the
+-- state machine are transport.py's. Not here (ER_UNSUPPORTED): the deprecated console
+-- connections, wrap() of a socket, SQL. Request bodies are encoded and responses
+-- decoded here with the msgpack module, as 2.6.0's net.box does, so results carry
+-- the same values (int64 cdata, box.NULL, map/array hints, decoded extensions);
+-- with the `buffer` option a response's raw body goes into that buffer.ibuf
+-- instead (see into_buffer).
 -- Error texts and the positions they carry are 2.6.0's (builtin/box/net_box.lua,
 -- and builtin/box/schema.lua for the argument checks shared with box.space).
 --
@@ -669,6 +670,10 @@ end
 
 local function connect(...)
     local host, port, opts = parse_connect_params(...)
+    if opts.console then        -- (2.6.0: deprecated since 1.10)
+        box.error(box.error.UNSUPPORTED, 'Spindle',
+                  "net.box console connections (use require('console').connect())")
+    end
     local user, password = opts.user, opts.password
     opts.password = nil
     if user == nil and password ~= nil then
@@ -772,6 +777,11 @@ local function connect(...)
 end
 
 local this_module = {connect = connect, new = connect}
+
+-- netbox.wrap(socket, greeting, opts): a connection over a socket made elsewhere
+function this_module.wrap()
+    box.error(box.error.UNSUPPORTED, 'Spindle', 'net.box.wrap')
+end
 
 function this_module.timeout(timeout, ...)
     if type(timeout) == 'table' then
