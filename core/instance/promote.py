@@ -20,7 +20,7 @@ have them, so they are raised by number, not added to it.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from spindle.core import log
 from spindle.core.box.limbo import PROMOTE
@@ -125,9 +125,9 @@ class Promoter:
     def write_promote(self, former: int, lsn: int, term: int) -> None:
         """txn_limbo_write_promote, then the row's effect on this limbo.
 
-        The row is written at once, not in a batch at the end of the loop's
-        iteration as wal.write() does while other fibers are ready: a new leader
-        stays read-only until this row is processed (BoxRaft.is_ro), and the fibers
+        The row is written at once (`at_once`), not in a batch at the end of the
+        loop's iteration as wal.write() puts it while other fibers are ready: a new
+        leader stays read-only until this row is processed (BoxRaft.is_ro), and the fibers
         ready then are those its election woke — the relays it has just pushed its
         state to (each sends it, reads again from its replica's ACK, sends what it
         finds), the applier's ACK writer, clients refused as read-only. Behind them
@@ -139,7 +139,7 @@ class Promoter:
         wal = box.wal
         assert wal is not None
         log.info("RAFT: promote {replica_id: %s, lsn: %s, term: %s}", former, lsn, term)
-        _write_at_once(box, [promote_row(former, lsn, term)])
+        wal.write([promote_row(former, lsn, term)], at_once=True)
         box.limbo.txn_limbo_process(PROMOTE, former, lsn, origin=box.instance_id, term=term)
         box.box_raft.update_read_only()      # the queue is the leader's: writable now
 
@@ -186,25 +186,6 @@ class Promoter:
                 log.error("%s", exc.message)
                 if exc.code != ER_QUORUM_WAIT:
                     return
-
-
-def _write_at_once(box: Box, rows: list[XRow]) -> None:
-    """wal.write(rows) without waiting for the fibers ready now: written before
-    this returns when the WAL can take it inline (its thread idle, 'write' mode),
-    else queued as any entry and waited for."""
-    wal, sched = box.wal, box.sched
-    assert wal is not None
-    waiting: list[Any] = []
-
-    def done(entry) -> None:
-        if waiting:
-            sched.wakeup(waiting[0])
-    entry = wal.submit(rows, done, write_now=True)
-    while not entry.done:
-        waiting[:] = [sched.current]
-        sched.wait()
-    if entry.error is not None:
-        raise entry.error
 
 
 def _last_synchro_lsn(limbo) -> int | None:

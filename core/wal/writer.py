@@ -130,18 +130,21 @@ class WalWriter(WalDir):
 
     # ------------------------------------------------------------------ tx side
 
-    def write(self, rows: Iterable[XRow]) -> VClock:
+    def write(self, rows: Iterable[XRow], at_once: bool = False) -> VClock:
         """Write one transaction; the calling fiber yields and returns once it is
         written. Returns the vclock right after it; raises ClientError(ER_WAL_IO) on
-        failure."""
+        failure. `at_once`: not behind the fibers ready now, and without the yield
+        after an inline write, for a row whose effect they must see when they run
+        (a new leader's PROMOTE: it is read-only until that row is written)."""
         sched = self.sched
         if self.mode != "none" and (sched is None or sched.current is None):
             raise RuntimeError("WalWriter.write() must be called from a fiber")
         # Alone: no other fiber runs before the next iteration, so nothing could join
         # this entry's batch; it is written now instead of in a hub callback.
-        entry = self.submit(rows, write_now=sched is not None and not sched.has_ready())
+        entry = self.submit(rows, write_now=at_once or (sched is not None
+                                                         and not sched.has_ready()))
         if entry.done:
-            if self.mode != "none":
+            if self.mode != "none" and not at_once:
                 sched.yield_turn()    # written now; a commit yields, as a WAL wait does
         else:
             entry.fiber = sched.current

@@ -809,3 +809,36 @@ def test_batches_reach_tx_in_the_order_of_the_file(run, make_writer, sched):
     assert [lsns for lsns, _ in hooked] == [[11], [12]]
     assert [clock for _, clock in hooked] == [VClock({1: 11}), VClock({1: 12})]
     assert vclocks == [VClock({1: 10}), VClock({1: 12})]
+
+
+def test_a_write_at_once_goes_before_the_fibers_ready_now(run, make_writer, sched):
+    """write() puts an entry in a batch at the end of the loop's iteration while
+    other fibers are ready (they run first: the writer hands them the CPU as it
+    parks); write(at_once=True) is written before it returns, so the fibers ready
+    then find it written (a new leader's PROMOTE). What the ready fiber saw is
+    compared, nothing is timed."""
+    writer = make_writer({1: 10}, mode="write")
+    written = []
+    wal_set_watcher(writer, lambda rows, encoded: written.extend(row.lsn for row in rows))
+    seen = []
+
+    def write(key, at_once):
+        sched.wait()
+        writer.write([insert(key)], at_once=at_once)
+
+    def look():
+        sched.wait()
+        seen.append(list(written))
+
+    def main():
+        for key, at_once in ((1, True), (2, False)):
+            fibers = [sched.spawn(write, key, at_once), sched.spawn(look)]
+            sched_yield_until(sched, lambda: all(f.status != "ready" for f in fibers))
+            for fiber in fibers:        # ready together: one batch, the writer first
+                sched.wakeup(fiber)
+            sched_yield_until(sched, lambda: len(written) == key)
+        writer.stop()
+
+    run(main)
+    assert seen == [[11], [11]]         # the second write waited for the ready fiber
+    assert written == [11, 12]
