@@ -30,9 +30,10 @@ before most kills, measured; Spindle's restart varies by more than a heartbeat
 period; and the offset between the phases of the leader's two relays is how
 long the old leader's restart took, modulo the period: ~0.06 s for 2.6.3, near 0
 for Spindle's ~0.5 s restarts: relays in step give the two survivors one phase
-between them, where independent ones let the earlier of two decide). `--random-phase` waits a random time within one
-replication_timeout before each kill and before each restart: both the phase and
-the offset are then uniform, for both kinds alike.
+between them, where independent ones let the earlier of two decide).
+`--random-phase` waits a random time within one replication_timeout before each
+kill and before each restart: both the phase and the offset are then uniform, for
+both kinds alike.
 """
 from __future__ import annotations
 
@@ -51,11 +52,11 @@ from bench_setup import ROOT, compile_bytecode, print_side_by_side
 sys.path.insert(0, str(ROOT / "tests"))
 from integration.cluster import Cluster, Node, wait_for  # noqa: E402
 from integration.election import (  # noqa: E402
-    ORACLE_2_6_3, add_nodes, agreed_leader, full_mesh, start_all, wait_leader,
+    ORACLE_2_6_3, add_nodes, agreed_leader, election_cfg, full_mesh, start_all, wait_leader,
 )
 
 PROBE_PAUSE = 0.002       # between two rounds of tries over the survivors
-REPLICATION_TIMEOUT = 0.25   # tests/integration/election.py's (the heartbeat period)
+REPLICATION_TIMEOUT = election_cfg([])["replication_timeout"]    # the heartbeat period
 SETTLE_TIMEOUT = 120.0
 SYNC_SPACE = ("box.schema.space.create('sync', {is_sync = true, if_not_exists = true}) "
               "box.space.sync:create_index('pk', {if_not_exists = true})")
