@@ -144,6 +144,7 @@ def test_a_waited_request_alone_goes_at_once(wire):
 
 def test_the_usual_replies_of_its_requests_are_read_in_one_go(wire):
     futures = [wire.send(10, b"\x82") for _ in range(4)]
+    futures[0][b"_waiting"] = 0         # its fibers stopped waiting: not named
     futures[1][b"_waiting"] = 1
     futures[3][b"_waiting"] = 1
     data = (encode_reply(0, 2, 0, b"\x81\x30\x91\x02")

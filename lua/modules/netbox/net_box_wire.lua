@@ -64,10 +64,10 @@ local function new_sync(w)
     return sync
 end
 
--- perform_async_request(): `f` goes out on `transport` as request `rtype` with `body`. `now`: its
--- fiber waits for it at once, so with nothing else in flight or queued it is written
--- at once (a turn of the loop sooner); else it joins the frames written together at
--- the end of the loop turn, or when there are FLUSH_BATCH of them.
+-- perform_async_request(): `f` goes out on `transport` as request `rtype` with
+-- `body`. `now`: its fiber waits for it at once, so with nothing else in flight or
+-- queued it is written at once (a turn of the loop sooner); else it joins the frames
+-- written together at the end of the loop turn, or when there are FLUSH_BATCH.
 local function send(w, transport, f, rtype, body, now)
     local state = w.state
     if state ~= 'active' and state ~= 'fetch_schema' then
@@ -119,7 +119,7 @@ local function settle(w, f, status, sync, body, woken)
         w.inflight[sync], w.count = nil, w.count - 1
         f._done, f._status, f._raw = true, status, body or '\x80'
     end
-    if f._waiting then
+    if (f._waiting or 0) > 0 then      -- (a count: 0 once its fibers stopped waiting)
         woken[#woken + 1] = sync
     end
 end
