@@ -87,13 +87,15 @@ def visit_rows(payload: bytes, into: XRow, visit: Callable[[XRow], Any]) -> int:
     with its errors, their offset in the payload), each read into the one row `into`
     (read_rows' third mode), for a reader that keeps no row: snapshot recovery. A
     row that read_rows does not take, and every row after it, is decoded strictly
-    (and the rows before it were visited already). Returns how many rows there were."""
+    (and the rows before it were visited already: an error says how many in
+    `.visited`). Returns how many rows there were."""
     count, stopped = read_rows(payload, 0, visit, into) if payload else (0, 0)
     if stopped < len(payload):
         try:
             rest = decode_rows_strict(payload[stopped:])
         except ClientError as err:
             err.offset = getattr(err, "offset", 0) + stopped  # type: ignore[attr-defined]
+            err.visited = count     # type: ignore[attr-defined] # the rows visited before
             raise
         for row in rest:
             visit(row)

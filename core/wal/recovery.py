@@ -253,7 +253,7 @@ class _Recovery:
                             raise corrupt from exc
                         # (2.6.0 too has applied the rows before it, and skips the rest)
                         reader.skipped.append(corrupt)
-                        count = 0
+                        count = getattr(exc, "visited", 0)
                     for done in range(file_rows // ROWS_PER_LOG_LINE + 1,
                                       (file_rows + count) // ROWS_PER_LOG_LINE + 1):
                         log.info("%.1fM rows processed", done * ROWS_PER_LOG_LINE / 1e6)

@@ -25,6 +25,7 @@ from spindle.core import log
 from spindle.core.iproto.constants import IprotoType
 from spindle.core.iproto.errors import ClientError, ErrorCode
 from spindle.core.iproto.request import encode_dml_body
+from spindle.core.iproto.row_block import encode_row
 from spindle.core.iproto.xrow import XRow
 from spindle.core.xlog.format import XlogError, XlogMeta
 from spindle.core.vclock import VClock
@@ -311,6 +312,36 @@ def test_foreign_and_misnamed_xlogs(tmp_path, logs):
     assert str(err.value) == f"{path2 / '00000000000000000027.xlog'}: signature check failed"
     result, _ = run_recovery(path2, force_recovery=True)
     assert result.vclock == VClock({1: 26})
+
+
+def snapshot_with_a_bad_row(directory: Path) -> None:
+    """A snapshot of three blocks: keys 1-2; key 3, a row whose header no decoder
+    takes, key 4; keys 5-6 (each block's checksum good)."""
+    def rows(*keys):
+        return b"".join(encode_row(XRow(IprotoType.INSERT, encode_dml_body(
+            IprotoType.INSERT, 512, tuple=[key]), lsn=key)) for key in keys)
+    with XlogWriter.create_snapshot(str(directory), UUID1, VClock({1: 6}),
+                                    sync="never") as writer:
+        writer.write_block(rows(1, 2))
+        writer.write_block(rows(3) + b"\x81\x53\xc0" + rows(4))
+        writer.write_block(rows(5, 6))
+
+
+def test_a_snapshot_row_that_cannot_be_read(tmp_path, logs):
+    """Snapshot rows are read one at a time into one row (visit_rows): a row of a
+    block that cannot be read is the block's "can't parse row", fatal; with
+    force_recovery the rows before it are applied, as 2.6.0 applies them, the rest
+    of its block is skipped and the next blocks are read."""
+    snapshot_with_a_bad_row(tmp_path)
+    with pytest.raises(XlogError) as err:
+        run_recovery(tmp_path)
+    assert str(err.value) == "can't parse row"
+    assert has(logs, "E> can't open tx: can't parse row")
+    result, seen = run_recovery(tmp_path, force_recovery=True)
+    keys = [msgpack.unpackb(row.body, strict_map_key=False)[0x21][0]
+            for row in seen.snapshot_rows]
+    assert keys == [1, 2, 3, 5, 6] and result.snapshot_rows == 5
+    assert len(result.corrupt_blocks) == 1
 
 
 def test_snapshot_without_eof_marker_is_never_trusted(tmp_path):

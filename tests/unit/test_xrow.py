@@ -400,6 +400,7 @@ def _visited(payload):
     try:
         count = visit_rows(payload, into, lambda row: seen.append(copy.copy(row)))
     except ClientError as err:
+        assert err.visited == len(seen)     # (recovery counts them so)
         return [repr(row._identity()) for row in seen], ("error", err.code, str(err),
                                                          getattr(err, "offset", None))
     assert count == len(seen) and all(row is not into for row in seen)
