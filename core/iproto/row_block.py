@@ -82,26 +82,34 @@ def _decode_rows_fast(payload) -> list[XRow] | None:
     return rows
 
 
+class UnreadableRow(Exception):
+    """visit_rows met a row it cannot read: `error` is what decode_rows would raise
+    (ER_INVALID_MSGPACK, its `.offset` the row's place in the payload), after
+    `visited` rows were visited. Apart from the visitor's own errors, which pass
+    through as they are."""
+
+    def __init__(self, error: ClientError, visited: int):
+        super().__init__(str(error))
+        self.error, self.visited = error, visited
+
+
 def visit_rows(payload: bytes, into: XRow, visit: Callable[[XRow], Any]) -> int:
-    """visit(row) for every row of a block payload, as decode_rows decodes them (and
-    with its errors, their offset in the payload), each read into the one row `into`
-    (read_rows' third mode), for a reader that keeps no row: snapshot recovery. A
-    row that read_rows does not take, and every row after it, is decoded strictly
-    (and the rows before it were visited already: an error says how many in
-    `.visited`). Returns how many rows there were."""
+    """visit(row) for every row of a block payload, as decode_rows decodes them (its
+    error comes as UnreadableRow), each read into the one row `into` (read_rows'
+    third mode), for a reader that keeps no row: snapshot recovery. A row that
+    read_rows does not take, and every row after it, is decoded strictly (the rows
+    before it were visited already). Returns how many rows there were."""
     count, stopped = read_rows(payload, 0, visit, into) if payload else (0, 0)
     if stopped < len(payload):
         try:
             rest = decode_rows_strict(payload[stopped:])
         except ClientError as err:
             err.offset = getattr(err, "offset", 0) + stopped  # type: ignore[attr-defined]
-            err.visited = count     # type: ignore[attr-defined] # the rows visited before
-            raise
+            raise UnreadableRow(err, count) from err
         for row in rest:
             visit(row)
         count += len(rest)
     return count
-
 
 
 _pack_u16_uint = struct.Struct(">BH").pack      # 0xCD and a uint16

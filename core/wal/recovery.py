@@ -40,7 +40,7 @@ from typing import TypeVar
 
 from spindle.core import log
 from spindle.core.iproto.errors import BoxError, ClientError, ErrorCode
-from spindle.core.iproto.row_block import visit_rows
+from spindle.core.iproto.row_block import UnreadableRow, visit_rows
 from spindle.core.iproto.xrow import XRow
 from spindle.core.vclock import VClock
 from spindle.core.xlog.files import XlogReader, list_files, read_meta, remove_inprogress
@@ -245,15 +245,15 @@ class _Recovery:
                 for block in reader.blocks():
                     try:
                         count = visit_rows(block.data, row, apply)
-                    except ClientError as exc:
+                    except UnreadableRow as exc:
                         # a row of this block unreadable: what decode_block says of it
                         corrupt = CorruptBlock(block.offset, "can't parse row",
-                                               row_offset=getattr(exc, "offset", None))
+                                               row_offset=getattr(exc.error, "offset", None))
                         if not self.force:
-                            raise corrupt from exc
+                            raise corrupt from exc.error
                         # (2.6.0 too has applied the rows before it, and skips the rest)
                         reader.skipped.append(corrupt)
-                        count = getattr(exc, "visited", 0)
+                        count = exc.visited
                     for done in range(file_rows // ROWS_PER_LOG_LINE + 1,
                                       (file_rows + count) // ROWS_PER_LOG_LINE + 1):
                         log.info("%.1fM rows processed", done * ROWS_PER_LOG_LINE / 1e6)

@@ -344,6 +344,25 @@ def test_a_snapshot_row_that_cannot_be_read(tmp_path, logs):
     assert len(result.corrupt_blocks) == 1
 
 
+def test_a_refused_snapshot_row_is_fatal_or_left_out_with_force_recovery(tmp_path, logs):
+    snapshot_with_a_bad_row(tmp_path)
+    applied = []
+
+    def snap(row):
+        key = msgpack.unpackb(row.body, strict_map_key=False)[0x21][0]
+        if key == 2:
+            raise ClientError(ErrorCode.ER_NO_SUCH_SPACE, "512")
+        applied.append(key)
+
+    with pytest.raises(ClientError):
+        recover(str(tmp_path), str(tmp_path), snap, lambda rows: None)
+    applied.clear()
+    recover(str(tmp_path), str(tmp_path), snap, lambda rows: None, force_recovery=True)
+    assert applied == [1, 3, 5, 6]
+    assert has(logs, "E> can't apply row: ")
+    assert has(logs, "ER_NO_SUCH_SPACE: Space '512' does not exist")
+
+
 def test_snapshot_without_eof_marker_is_never_trusted(tmp_path):
     path = copy_fixture("master", tmp_path / "m")
     snap = path / "00000000000000000025.snap"

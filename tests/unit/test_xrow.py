@@ -394,13 +394,14 @@ def _visited(payload):
     """visit_rows' rows (copies: it reads every row into one) and, after them, its
     error as _outcome gives it; with its count of rows."""
     import copy
-    from spindle.core.iproto.row_block import visit_rows
+    from spindle.core.iproto.row_block import UnreadableRow, visit_rows
     seen: list[XRow] = []
     into = XRow(0)
     try:
         count = visit_rows(payload, into, lambda row: seen.append(copy.copy(row)))
-    except ClientError as err:
-        assert err.visited == len(seen)     # (recovery counts them so)
+    except UnreadableRow as unreadable:
+        assert unreadable.visited == len(seen)      # (recovery counts them so)
+        err = unreadable.error
         return [repr(row._identity()) for row in seen], ("error", err.code, str(err),
                                                          getattr(err, "offset", None))
     assert count == len(seen) and all(row is not into for row in seen)
