@@ -212,6 +212,39 @@ def test_the_promote_is_written_before_the_fibers_woken_by_the_election(sched, t
     assert seen["woken"] == (False, 3)
 
 
+def test_a_term_and_vote_are_written_before_the_fibers_ready_then(sched, tmp_path):
+    """The raft worker's row is written at once, not in a batch at the end of the
+    loop's iteration behind the fibers ready then (an election wakes several: the
+    relays, the applier's ACK writer, refused clients), which would hold the
+    vote's announcement back by their run. A fiber woken as the election begins
+    finds the new term and the vote for self already persisted when it runs."""
+    seen = {}
+
+    def main():
+        box = Box(sched)
+        box.start(_cfg(tmp_path, election_mode="candidate", election_timeout=1))
+        _wait(sched, lambda: box.limbo.promote_term_map.get(1) == 2)
+
+        def woken():
+            sched.wait()
+            seen["woken"] = (box.raft.term, box.raft.vote)
+        fiber = sched.spawn(woken)
+
+        def on_update(raft):
+            if raft.volatile_term == 3 and "at new term" not in seen:
+                seen["at new term"] = (raft.term, raft.vote)
+                sched.wakeup(fiber)
+        box.raft.on_update.append(on_update)
+        box.box_raft.set_mode("voter")          # resigns
+        box.box_raft.set_mode("candidate")      # elected again, in term 3
+        _wait(sched, lambda: box.limbo.promote_term_map.get(1) == 3)
+        box.stop()
+
+    sched.run(main)
+    assert seen["at new term"] == (2, 1)
+    assert seen["woken"] == (3, 1)
+
+
 # ------------------------------------------------------------------- codec
 
 def test_raft_rows_are_encoded_as_2_6_3_sends_them():
