@@ -154,7 +154,7 @@ class Promoter:
                 return
             left = deadline - sched.clock()
             if left <= 0:
-                raise quorum_wait_error(quorum, f"timeout after {timeout:g} seconds, "
+                raise quorum_wait_error(quorum, f"timeout after {timeout:.2f} seconds, "
                                         f"collected {acks} acks")
             self._acks.wait(left)
             if sched.current is not None and sched.current.cancelled:
