@@ -107,7 +107,10 @@ class Promoter:
             if try_wait:
                 deadline = box.sched.clock() + 2 * synchro_timeout_of(box)
                 while limbo.queue and box.sched.clock() <= deadline:
-                    box.sched.sleep(0.001)
+                    try:
+                        box.sched.sleep(0.001)
+                    except FiberIsCancelled:
+                        break       # the quorum wait reports it (2.6.3 waits on)
                 if former != limbo.owner_id:
                     raise PromoteError(ER_INTERFERING_PROMOTE, "Instance with replica id "
                                        f"{limbo.owner_id} was promoted first")
@@ -145,20 +148,27 @@ class Promoter:
 
     def _wait_quorum(self, owner: int, lsn: int, quorum: int, timeout: float) -> None:
         """box_wait_quorum: `quorum` instances (this one and the followers with
-        a relay in follow state) have the owner's rows up to `lsn`."""
+        a relay in follow state) have the owner's rows up to `lsn`. A cancelled
+        fiber gets ER_QUORUM_WAIT, quorum or not, as in 2.6.3 (which goes no
+        further: finishing the limbo would take two WAL writes more)."""
         sched = self.box.sched
+        fiber = sched.current
         deadline = sched.clock() + timeout
-        while True:
-            acks = self._count_acks(owner, lsn)
-            if acks >= quorum:
-                return
+        acks = self._count_acks(owner, lsn)
+        while acks < quorum and not fiber.cancelled:
             left = deadline - sched.clock()
             if left <= 0:
-                raise quorum_wait_error(quorum, f"timeout after {timeout:.2f} seconds, "
-                                        f"collected {acks} acks")
-            self._acks.wait(left)
-            if sched.current is not None and sched.current.cancelled:
-                raise quorum_wait_error(quorum, "fiber is canceled")
+                break
+            try:
+                self._acks.wait(left)
+            except FiberIsCancelled:
+                break
+            acks = self._count_acks(owner, lsn)
+        if fiber.cancelled:
+            raise quorum_wait_error(quorum, "fiber is canceled")
+        if acks < quorum:
+            raise quorum_wait_error(quorum, f"timeout after {timeout:.2f} seconds, "
+                                    f"collected {acks} acks")
 
     def _count_acks(self, owner: int, lsn: int) -> int:
         box = self.box
@@ -174,7 +184,9 @@ class Promoter:
     def promote_as_leader(self) -> None:
         """box_raft_update_synchro_queue: right after an election a candidate
         leader finishes the former owner's entries and writes its PROMOTE,
-        retrying while the quorum cannot be waited for."""
+        retrying while the quorum cannot be waited for — unless the fiber was
+        cancelled (a cancelled quorum wait is an ER_QUORUM_WAIT too): the
+        worker then ends."""
         box = self.box
         while box.raft.state == RaftState.LEADER and box.box_raft.mode == "candidate":
             try:
@@ -186,6 +198,7 @@ class Promoter:
                 log.error("%s", exc.message)
                 if exc.code != ER_QUORUM_WAIT:
                     return
+                box.sched.current.testcancel()
 
 
 def _last_synchro_lsn(limbo) -> int | None:

@@ -65,6 +65,32 @@ def _quorum_wait(tmp_path: Path, kind: str) -> list:
         return [failed, pending, promoted, rows]
 
 
+def _cancelled(tmp_path: Path, kind: str) -> list:
+    """The same replica's promote, cancelled while it waits for the quorum (its
+    wait for the master's CONFIRM took 2 x 0.1 s, the quorum wait may take 30 s):
+    ER_QUORUM_WAIT "fiber is canceled", the row still pending."""
+    with Cluster(tmp_path / kind) as cluster:
+        master = _add(cluster, kind, "master", {}).start()
+        replica = _add(cluster, kind, "replica", {
+            "replication": [master.rep_uri], "replication_synchro_quorum": 2}).start()
+        _pending_row_everywhere(master, [replica])
+        master.kill()
+        # the CONFIRM wait's deadline is taken before the fiber first yields,
+        # the quorum wait's timeout after it
+        replica.eval("local fiber = require('fiber') _G.result = nil "
+                     "box.cfg{replication_synchro_timeout = 0.1} "
+                     "_G.started = fiber.clock() "
+                     "_G.promote = fiber.create(function() "
+                     "_G.result = {pcall(box.ctl.promote)} end) "
+                     "box.cfg{replication_synchro_timeout = 30}")
+        wait_for(lambda: replica.eval("return require('fiber').clock() - _G.started > 0.5"),
+                 60, "the wait for the CONFIRM to be over")
+        replica.eval("_G.promote:cancel()")
+        wait_for(lambda: replica.eval("return _G.result ~= nil"), 60, "the promote to end")
+        return [replica.eval("return {_G.result[1], tostring(_G.result[2])}"),
+                replica.eval("return box.space.sync:get{1} ~= nil")]
+
+
 def _interfering(tmp_path: Path, kind: str) -> list:
     """Two replicas of a killed master both promote with election off. The
     first waits long for the master's CONFIRM; the second, waiting briefly,
@@ -75,12 +101,14 @@ def _interfering(tmp_path: Path, kind: str) -> list:
         first = _add(cluster, kind, "first", {"replication_synchro_timeout": 60})
         second = _add(cluster, kind, "second", {"replication_synchro_quorum": 2,
                                                 "replication_synchro_timeout": 0.2})
-        first.cfg["replication"] = [master.rep_uri, second.rep_uri]
-        second.cfg["replication"] = [master.rep_uri, first.rep_uri]
-        for node in (first, second):        # each waits for the other at box.cfg
-            node.start(wait=False)
         for node in (first, second):
-            node.wait_ready()
+            # both join the master; then each follows the other too (joining
+            # with each other listed, one may take the other, still loading and
+            # read-only, for its bootstrap leader: 2.6.3 then fails to start)
+            node.cfg["replication"] = [master.rep_uri]
+            node.start()
+        first.eval("box.cfg{replication = {...}}", master.rep_uri, second.rep_uri)
+        second.eval("box.cfg{replication = {...}}", master.rep_uri, first.rep_uri)
         for node, peer in ((first, second), (second, first)):
             wait_for(lambda: node.eval("return box.info.replication[...] ~= nil",
                                        peer.info("id")), 60, "every replica registered")
@@ -124,11 +152,12 @@ def _raft_disabled(tmp_path: Path, kind: str) -> list:
 @pytest.mark.parametrize("scenario, expected", [
     (_quorum_wait, [[False, "Couldn't wait for quorum 2: timeout after 0.20 seconds, "
                             "collected 1 acks"], True, [True, "nil"], [[1]]]),
+    (_cancelled, [[False, "Couldn't wait for quorum 2: fiber is canceled"], True]),
     (_interfering, [[True, "nil"],
                     [False, "Instance with replica id <second> was promoted first"], [[1]]]),
     (_raft_disabled, [[False, "Elections were turned off while running box.ctl.promote()"],
                       "follower", False]),
-], ids=["quorum-wait", "interfering-promote", "raft-disabled"])
+], ids=["quorum-wait", "cancelled", "interfering-promote", "raft-disabled"])
 def test_promote_refusals_as_2_6_3(tmp_path, scenario, expected):
     results = {kind: scenario(tmp_path, kind) for kind in KINDS}
     assert results["tarantool-2.6.3"] == expected

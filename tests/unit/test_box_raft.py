@@ -395,3 +395,40 @@ def test_a_master_that_does_not_lead_is_followed_without_its_own_tail(sched):
     assert not synced(3, {1: 10, 2: 20, 3: 9}, leader=3)
     assert not synced(3, {1: 10, 2: 20, 3: 9}, enabled=False)
     assert not synced(2, {1: 10, 2: 21})                # the leader's own rows
+
+
+def test_a_cancelled_leaders_promote_stops_retrying(sched):
+    """box_raft_update_synchro_queue retries a promote that could not wait for
+    its quorum, but not in a cancelled fiber: a cancelled quorum wait is an
+    ER_QUORUM_WAIT too ("fiber is canceled"), and retrying it would spin the
+    raft worker forever at shutdown."""
+    from types import SimpleNamespace
+
+    from spindle.core.iproto.errors import FiberIsCancelled
+    from spindle.core.instance.promote import Promoter, quorum_wait_error
+
+    box = SimpleNamespace(sched=sched, replicaset=SimpleNamespace(on_relay_ack=[]),
+                          raft=SimpleNamespace(state=RaftState.LEADER),
+                          box_raft=SimpleNamespace(mode="candidate"))
+    promoter = Promoter(box)
+    tries = []
+
+    def promote():
+        tries.append(len(tries))
+        if len(tries) == 1:
+            raise quorum_wait_error(2, "timeout after 1.00 seconds, collected 1 acks")
+        if len(tries) == 2:
+            sched.current.cancelled = True      # cancelled during this wait
+            raise quorum_wait_error(2, "fiber is canceled")
+        raise AssertionError("retried in a cancelled fiber")
+    promoter.promote = promote
+    outcome = []
+
+    def main():
+        try:
+            promoter.promote_as_leader()
+        except FiberIsCancelled:
+            outcome.append("cancelled")
+
+    sched.run(main)
+    assert tries == [0, 1] and outcome == ["cancelled"]
