@@ -179,12 +179,10 @@ def test_an_elected_leader_is_read_only_until_its_promote(sched, tmp_path):
     assert seen["tuples"] == [False, True]
 
 
-def test_the_promote_is_written_before_the_fibers_woken_by_the_election(sched, tmp_path):
-    """Electing a leader wakes fibers (the relays its state is pushed to, the
-    applier's ACK writer, clients refused meanwhile). Its PROMOTE, which makes it
-    writable, does not wait for them: wal.write() would put it in a batch at the
-    end of the loop's iteration, behind all of them. A fiber woken when the node
-    becomes leader finds the PROMOTE written and the node writable when it runs."""
+def _reelect_waking_a_fiber(sched, tmp_path, at_update, look):
+    """A lone candidate resigns and is elected again, in term 3; a fiber is woken
+    from the Raft's on_update when `at_update(raft)` first holds. What `look(box)`
+    gives then, and when the woken fiber runs."""
     seen = {}
 
     def main():
@@ -194,12 +192,12 @@ def test_the_promote_is_written_before_the_fibers_woken_by_the_election(sched, t
 
         def woken():
             sched.wait()
-            seen["woken"] = (box.read_only, box.limbo.promote_term_map.get(1))
+            seen["woken"] = look(box)
         fiber = sched.spawn(woken)
 
         def on_update(raft):
-            if raft.state == RaftState.LEADER and "at election" not in seen:
-                seen["at election"] = (box.read_only, box.limbo.promote_term_map.get(1))
+            if at_update(raft) and "at update" not in seen:
+                seen["at update"] = look(box)
                 sched.wakeup(fiber)
         box.raft.on_update.append(on_update)
         box.box_raft.set_mode("voter")          # resigns
@@ -208,8 +206,18 @@ def test_the_promote_is_written_before_the_fibers_woken_by_the_election(sched, t
         box.stop()
 
     sched.run(main)
-    assert seen["at election"] == (True, 2)
-    assert seen["woken"] == (False, 3)
+    return seen["at update"], seen["woken"]
+
+
+def test_the_promote_is_written_before_the_fibers_woken_by_the_election(sched, tmp_path):
+    """Electing a leader wakes fibers (the relays its state is pushed to, the
+    applier's ACK writer, clients refused meanwhile). Its PROMOTE, which makes it
+    writable, does not wait for them: wal.write() would put it in a batch at the
+    end of the loop's iteration, behind all of them. A fiber woken when the node
+    becomes leader finds the PROMOTE written and the node writable when it runs."""
+    assert _reelect_waking_a_fiber(
+        sched, tmp_path, lambda raft: raft.state == RaftState.LEADER,
+        lambda box: (box.read_only, box.limbo.promote_term_map.get(1))) == ((True, 2), (False, 3))
 
 
 def test_a_term_and_vote_are_written_before_the_fibers_ready_then(sched, tmp_path):
@@ -218,31 +226,9 @@ def test_a_term_and_vote_are_written_before_the_fibers_ready_then(sched, tmp_pat
     relays, the applier's ACK writer, refused clients), which would hold the
     vote's announcement back by their run. A fiber woken as the election begins
     finds the new term and the vote for self already persisted when it runs."""
-    seen = {}
-
-    def main():
-        box = Box(sched)
-        box.start(_cfg(tmp_path, election_mode="candidate", election_timeout=1))
-        _wait(sched, lambda: box.limbo.promote_term_map.get(1) == 2)
-
-        def woken():
-            sched.wait()
-            seen["woken"] = (box.raft.term, box.raft.vote)
-        fiber = sched.spawn(woken)
-
-        def on_update(raft):
-            if raft.volatile_term == 3 and "at new term" not in seen:
-                seen["at new term"] = (raft.term, raft.vote)
-                sched.wakeup(fiber)
-        box.raft.on_update.append(on_update)
-        box.box_raft.set_mode("voter")          # resigns
-        box.box_raft.set_mode("candidate")      # elected again, in term 3
-        _wait(sched, lambda: box.limbo.promote_term_map.get(1) == 3)
-        box.stop()
-
-    sched.run(main)
-    assert seen["at new term"] == (2, 1)
-    assert seen["woken"] == (3, 1)
+    assert _reelect_waking_a_fiber(
+        sched, tmp_path, lambda raft: raft.volatile_term == 3,
+        lambda box: (box.raft.term, box.raft.vote)) == ((2, 1), (3, 1))
 
 
 # ------------------------------------------------------------------- codec
