@@ -21,6 +21,7 @@ as 2.6.3's box/raft.c and the election parts of box.cc do it.
 """
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from spindle.core import log
@@ -209,7 +210,9 @@ class BoxRaft:
                     continue
                 if raft.has_work():
                     continue
-                self._cond.wait(None if deadline is None else deadline - sched.clock())
+                # (an election_timeout of math.huge or nan never ends a wait)
+                finite = deadline is not None and math.isfinite(deadline)
+                self._cond.wait(deadline - sched.clock() if finite else None)
         except FiberIsCancelled:
             return
 

@@ -26,6 +26,7 @@ term, a reconfiguration or resignation.
 from __future__ import annotations
 
 import enum
+import math
 import random
 from dataclasses import dataclass
 from typing import Callable, Mapping
@@ -429,8 +430,16 @@ class Raft:
         self._timer_start(self.death_timeout)
 
     def _sm_wait_election_end(self) -> None:
-        share = int(self.election_timeout * RANDOM_ELECTION_FACTOR * 1000) or 1
-        self._timer_start(self.election_timeout + self.rand(share) / 1000.0)
+        self._timer_start(self.election_timeout + self.rand(self._random_share()) / 1000.0)
+
+    def _random_share(self) -> int:
+        """raft_new_random_election_shift's bound, in ms: a tenth of the election
+        timeout as a uint32 (at least 1). box.cfg accepts any timeout above 0,
+        math.huge and nan included: those have no share but 1."""
+        share = self.election_timeout * RANDOM_ELECTION_FACTOR * 1000
+        if not math.isfinite(share):
+            return 1
+        return (int(share) & 0xFFFFFFFF) or 1
 
     def _sm_start(self) -> None:
         log.info("RAFT: start state machine")

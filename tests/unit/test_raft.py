@@ -5,6 +5,8 @@ heartbeats, the election and death timeouts, the election quorum, enabling and
 disabling, a long WAL write, candidates started and stopped."""
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from spindle.core.raft.raft import Raft, RaftError, RaftMsg, RaftState
@@ -116,6 +118,25 @@ def test_failed_election_starts_a_new_term_after_the_randomized_timeout():
     assert node.raft.vote_count == 2 and node.status()[0] == C
     node.advance(5.4)
     assert node.status() == (C, 3, 1, 0)
+
+
+@pytest.mark.parametrize("timeout, share", [
+    (5, 500), (0.001, 1), (5e7, 5_000_000_000 - 2 ** 32),
+    (math.inf, 1), (math.nan, 1),
+])
+def test_the_random_part_of_an_election_wait_for_any_accepted_timeout(timeout, share):
+    """box.cfg accepts every election_timeout above 0, math.huge and nan included
+    (2.6.3's check is `<= 0`): the random part's bound is a tenth of it in ms as
+    2.6.3's uint32, at least 1, and 1 when there is no such number; the wait
+    starts (it was an OverflowError that ended the raft worker)."""
+    seen = []
+    node = Node(1, quorum=2)
+    node.raft.rand = lambda n: seen.append(n) or 0
+    node.raft.cfg_election_timeout(timeout)
+    node.advance(5)
+    assert node.status()[0] == C and seen == [share]
+    deadline = node.raft.timer_deadline
+    assert deadline == node.now + timeout or (math.isnan(timeout) and math.isnan(deadline))
 
 
 def test_recovery_restores_term_and_vote_never_the_role():
