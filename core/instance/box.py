@@ -295,8 +295,11 @@ class Box:
 
     @property
     def ro_reason(self) -> str | None:
-        """box.info.ro_reason (a later Tarantool's field): why writes are refused."""
-        for reason in ("config", "orphan", "synchro", "election"):
+        """box.info.ro_reason (2.10's field): why writes are refused, nil when they
+        are not. 2.10 names election before synchro, then config, then orphan;
+        here synchro comes first, since Spindle applies the synchro rule only
+        with election on (_update_synchro_ro), where election would hide it."""
+        for reason in ("synchro", "election", "config", "orphan"):
             if reason in self.read_only_reasons:
                 return reason
         return None
@@ -352,7 +355,7 @@ class Box:
             "signature": vclock.signature,
             "status": self.status,
             "ro": self.read_only,
-            "ro_reason": self.ro_reason,
+            **({"ro_reason": self.ro_reason} if self.read_only else {}),   # (nil, not null)
             "uptime": int(time.monotonic() - self.started_at),
             "pid": os.getpid(),
             "version": VERSION_STRING,
