@@ -161,10 +161,12 @@ class Box:
         limbo_txn.limbo_after_recovery(self)
         self.set_read_only("config", bool(cfg.get("read_only")))
         self.status = "orphan" if self.orphan else "running"
-        log.info("ready to accept requests")
         replicaset_follow(self.replicaset)
-        self.box_raft.start()           # election last: term and vote are recovered
+        # election last, before "ready" as in 2.6.3: term and vote are recovered
+        self.box_raft.start()
+        log.info("ready to accept requests")
         if self.is_bootstrap_leader:
+            self.box_raft.start_first_term()
             self.set_orphan(False, quiet=True)
         else:
             replicaset_sync(self.replicaset)

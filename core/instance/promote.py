@@ -141,7 +141,8 @@ class Promoter:
         box = self.box
         wal = box.wal
         assert wal is not None
-        log.info("RAFT: promote {replica_id: %s, lsn: %s, term: %s}", former, lsn, term)
+        # (2.6.3 logs nothing here: verbose, not in its log at the default level)
+        log.verbose("RAFT: promote {replica_id: %s, lsn: %s, term: %s}", former, lsn, term)
         wal.write([promote_row(former, lsn, term)], at_once=True)
         box.limbo.txn_limbo_process(PROMOTE, former, lsn, origin=box.instance_id, term=term)
         box.box_raft.update_read_only()      # the queue is the leader's: writable now

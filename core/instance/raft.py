@@ -64,8 +64,7 @@ class BoxRaft:
     def start(self) -> None:
         """The end of the first box.cfg (box_cfg_xc of 2.6.3): recovery is over and
         the WAL runs, so the machine gets the instance id and vclock, then the
-        election timeout, and the mode last; the bootstrap leader starts a term at
-        once (nobody else can be leader of a replica set that did not exist)."""
+        election timeout, and the mode last."""
         box, raft = self.box, self.raft
         if not box.cfg.get("replication_anon"):
             raft.cfg_instance_id(box.instance_id)
@@ -75,9 +74,12 @@ class BoxRaft:
         self._worker = box.sched.spawn(self._worker_f, name="raft_worker")
         self.started = True
         self.set_mode(box.cfg.get("election_mode") or "off")
-        if box.is_bootstrap_leader:
-            raft.new_term()
-            self._wake()
+
+    def start_first_term(self) -> None:
+        """The bootstrap leader starts a term at once, after "ready to accept
+        requests" (nobody else can be leader of a replica set that did not exist)."""
+        self.raft.new_term()
+        self._wake()
 
     def stop(self) -> None:
         worker, self._worker = self._worker, None

@@ -4,6 +4,7 @@ new one when it is killed, and agree on it (box.info.election on each); box.cfg'
 election options are refused with 2.6.3's messages."""
 from __future__ import annotations
 
+import re
 import subprocess
 
 import pytest
@@ -160,6 +161,29 @@ def test_promote_by_mode_as_2_6_3(tmp_path):
     assert real.returncode == 0, real.stderr
     assert "manual after\tleader" in real.stdout
     assert ours.stdout == real.stdout, ours.stderr
+
+
+_LONE_ELECTION = """
+box.cfg{log = 'node.log', election_mode = 'candidate', election_timeout = 0.3}
+box.ctl.wait_rw(30)
+os.exit(0)
+"""
+_ELECTION_LOG_LINE = re.compile(r"(RAFT: .*|ready to accept requests)$", re.MULTILINE)
+
+
+def test_the_log_of_a_lone_election_as_2_6_3(tmp_path):
+    """A new instance that elects itself: the same RAFT lines as 2.6.3, in the same
+    order around "ready to accept requests" (the state machine starts before it,
+    the bootstrap leader's first term after it)."""
+    logs = {}
+    for kind, binary in (("tarantool", tarantool_2_6_3()), ("spindle", SPINDLE)):
+        (tmp_path / kind).mkdir()
+        result = run_script(binary, _LONE_ELECTION, tmp_path / kind)
+        assert result.returncode == 0, result.stderr
+        logs[kind] = _ELECTION_LOG_LINE.findall((tmp_path / kind / "node.log").read_text())
+    assert logs["tarantool"][:3] == ["RAFT: start state machine", "ready to accept requests",
+                                     "RAFT: bump term to 2, follow"]
+    assert logs["spindle"] == logs["tarantool"]
 
 
 _MAKE_2_6_3_DIR = """
