@@ -436,6 +436,13 @@ def _check_replication_anon(cfg):
         raise _cfg_error("replication_anon", _ANON_NEEDS_RO)
 
 
+def _check_read_only(cfg):
+    """box_check_ro: an anonymous replica stays read-only."""
+    if _truthy(cfg.get("replication_anon")) and not _truthy(cfg.get("read_only")):
+        raise _cfg_error("read_only", "the value may be set to false only when "
+                         "replication_anon is false")
+
+
 # box_check_config() order, then the checks box_cfg_xc() makes while loading.
 _FIRST_CHECKS = (
     _check_say, _check_listen, _check_instance_uuid, _check_replicaset_uuid,
@@ -467,6 +474,7 @@ _RELOAD_CHECKS: dict[str, Callable[[Mapping[str, Any]], None]] = {
     "sql_cache_size": _check_sql_cache_size,
     "election_mode": _check_election_mode,
     "election_timeout": _check_election_timeout,
+    "read_only": _check_read_only,
 }
 
 

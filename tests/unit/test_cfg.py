@@ -306,6 +306,19 @@ def test_replication_anon(config):
         "replication_anon", "cannot be turned on after bootstrap has finished")
 
 
+def test_an_anonymous_replica_stays_read_only():
+    """box_check_ro: read_only = false is refused while replication_anon is on,
+    and allowed in the same call that turns it off (replication_anon goes first)."""
+    config = Config()
+    config.first_configure({"instance_uuid": U1, "replicaset_uuid": U2,
+                            "replication_anon": True, "read_only": True})
+    assert refusal(config.reconfigure, {"read_only": False}).message == cfg_msg(
+        "read_only", "the value may be set to false only when replication_anon is false")
+    assert config.as_dict()["read_only"] is True
+    assert config.reconfigure({"read_only": False, "replication_anon": False}) == {
+        "replication_anon": False, "read_only": False}
+
+
 def test_reconfigure_order_and_partial_application(config):
     applied = []
     err = refusal(config.reconfigure,
