@@ -32,7 +32,7 @@ from spindle.core.box.txn import Engine, Statement, Txn
 from spindle.core.fiber import Cond
 from spindle.core.fiber.timeslice import RECOVERY_SLICE, TimeSlice
 from spindle.core.iproto.constants import is_synchro
-from spindle.core.iproto.errors import ClientError, ErrorCode, TimedOut
+from spindle.core.iproto.errors import ClientError, ErrorCode, TimedOut, read_only_error
 from spindle.core.iproto.msgpack import ext_hook
 from spindle.core.iproto.request import DML_WRITE_TYPES, decode_dml_body
 from spindle.core.iproto.xrow import XRow
@@ -49,6 +49,9 @@ from . import limbo_checkpoint, limbo_txn, startup, synchro
 from .limbo_checkpoint import CheckpointGate
 from .raft import BoxRaft, is_raft_row
 
+
+# read-only reasons that refuse a commit too (Box._journal)
+_LEADERSHIP_REASONS = frozenset({"election", "synchro"})
 
 class Box:
     def __init__(self, sched):
@@ -157,9 +160,11 @@ class Box:
                                   self.schema.replicaset_uuid)
             startup.box_sync_replication(self, False)
         self._start_wal(wal_dir, memtx_dir, vclock, checkpoints)
+        # read-only until the end: "box.cfg.read_only is not read yet" (2.6's
+        # is_ro starts true)
+        self.set_read_only("config", True)
         self.set_read_only("loading", False)
         limbo_txn.limbo_after_recovery(self)
-        self.set_read_only("config", bool(cfg.get("read_only")))
         self.status = "orphan" if self.orphan else "running"
         replicaset_follow(self.replicaset)
         # election last, before "ready" as in 2.6.3: term and vote are recovered
@@ -170,6 +175,14 @@ class Box:
             self.set_orphan(False, quiet=True)
         else:
             replicaset_sync(self.replicaset)
+        # As box_cfg_xc ends: still read-only, wake whoever waits for that and
+        # yield once — a box.ctl.wait_ro() begun before box.cfg returns now, and
+        # a new bootstrap leader's raft worker writes its first term and vote
+        # (a candidate alone is elected by the time box.cfg returns); then
+        # box.cfg.read_only applies.
+        self.ro_cond.broadcast()
+        self.sched.sleep(0)
+        self.set_read_only("config", bool(cfg.get("read_only")))
 
     def load_bootstrap_rows(self) -> None:
         """The rows a fresh 2.6.0 instance starts with (bootstrap.snap), space by space
@@ -236,11 +249,17 @@ class Box:
     # -------------------------------------------------------------- journal
 
     def _journal(self, rows: list[XRow]) -> None:
-        # (CONFIRM/ROLLBACK go to the WAL whatever the state, as 2.6.0's limbo
-        # writes them: clear_synchro_queue decides another owner's entries)
-        if self.read_only_reasons and any(
+        """The engine's commit. 2.6 checks read-only per statement only: a
+        transaction begun while writable commits after box.cfg{read_only = true}
+        or an orphan state. Not after its instance stopped leading (or its limbo
+        became another instance's): its rows would come from no leader, which the
+        others' appliers drop, and behind a PROMOTE that decided the queue
+        without them (2.6.3 commits them; docs/ELECTION.md). CONFIRM/ROLLBACK go
+        to the WAL whatever the state, as the limbo writes them."""
+        reasons = self.read_only_reasons
+        if reasons and not reasons.isdisjoint(_LEADERSHIP_REASONS) and any(
                 not _is_local_row(row) and not is_synchro(row.type) for row in rows):
-            raise ClientError(ErrorCode.ER_READONLY)
+            raise read_only_error()
         wal = self.wal
         assert wal is not None   # (the journal is installed with the WAL: _start_wal)
         wal.write(rows)
@@ -324,7 +343,7 @@ class Box:
         `space` while the instance is read-only, unless the space is temporary or
         local. (Hot paths ask `read_only_reasons` first.)"""
         if self.read_only_reasons and not space.is_temporary and not space.is_local:
-            raise ClientError(ErrorCode.ER_READONLY)
+            raise read_only_error()
 
     # ---------------------------------------------------------- checkpoints
 

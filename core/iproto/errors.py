@@ -20,6 +20,8 @@ from __future__ import annotations
 import enum
 import re
 
+from spindle.core import log
+
 
 class ErrorCode(enum.IntEnum):
     ER_UNKNOWN = 0
@@ -584,6 +586,15 @@ class ClientError(BoxError):
         message = format_message(template, args) if args else template
         super().__init__(message, code)
         _error_counts[_error_slot] += 1
+
+
+def read_only_error() -> ClientError:
+    """ER_READONLY as 2.6's box_check_writable makes it: every refusal is written to
+    the log (its diag_log: "ER_READONLY: Can't modify data ...") before it is raised
+    (with election on, that is every write a follower refuses)."""
+    err = ClientError(ErrorCode.ER_READONLY)
+    log.error("ER_READONLY: %s", err.message)
+    return err
 
 
 class LaterClientError(ClientError):

@@ -18,7 +18,7 @@ from spindle.core.box.access import Priv
 from spindle.core.box.schema import CLUSTER_ID
 from spindle.core.iproto.constants import IprotoType
 from spindle.core.iproto.errors import (
-    ER_TOO_EARLY_SUBSCRIBE, ClientError, ErrorCode, LaterClientError,
+    ER_TOO_EARLY_SUBSCRIBE, ClientError, ErrorCode, LaterClientError, read_only_error,
 )
 from spindle.core.iproto.replication import (
     decode_join, decode_register, decode_subscribe, encode_raft, encode_subscribe_response,
@@ -58,7 +58,7 @@ def box_process_replication(executor, session, request, stream) -> None:
 def box_check_writable(box: ReplicationInstanceApi) -> None:
     """ER_READONLY while the instance is read-only (whatever the reason)."""
     if box.read_only:
-        raise ClientError(ErrorCode.ER_READONLY)
+        raise read_only_error()
 
 
 def box_check_wal_mode(box: ReplicationInstanceApi) -> None:

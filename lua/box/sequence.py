@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from spindle.core import log
 from spindle.core.box.sequence import Sequence
-from spindle.core.iproto.errors import ClientError, ErrorCode
+from spindle.core.iproto.errors import read_only_error
 
 from ..runtime import read_source
 
@@ -59,7 +59,7 @@ class SequenceApi:
     def _check_writable(self) -> None:
         """box_process1's box_check_writable() for the `_sequence_data` statement."""
         if self.storage.box.read_only_reasons:
-            raise ClientError(ErrorCode.ER_READONLY)
+            raise read_only_error()
 
     def next(self, seq_id: Any) -> int:
         return self.sequences.box_next(seq_id, self._check_writable)

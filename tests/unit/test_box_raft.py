@@ -41,8 +41,10 @@ def test_a_lone_candidate_elects_itself_and_persists_first(sched, tmp_path):
     def main():
         box = Box(sched)
         box.start(_cfg(tmp_path, election_mode="candidate", election_timeout=1))
-        # the bootstrap leader starts a term at once: until its vote is on disk it
-        # is a read-only follower
+        # the bootstrap leader starts a term at once, and the first box.cfg yields
+        # once at its end as 2.6's does: its raft worker has written term and
+        # vote, elected it and written its PROMOTE by then (as 2.6.3 nearly
+        # always has when box.cfg returns)
         seen["at start"] = (box.info()["election"], box.read_only)
         _wait(sched, lambda: box.raft.state == RaftState.LEADER)
         # a new leader takes the synchronous queue over: its PROMOTE (2.6.3)
@@ -63,7 +65,7 @@ def test_a_lone_candidate_elects_itself_and_persists_first(sched, tmp_path):
         again.stop()
 
     sched.run(main)
-    assert seen["at start"] == ({"state": "follower", "term": 2, "vote": 0, "leader": 0}, True)
+    assert seen["at start"] == ({"state": "leader", "term": 2, "vote": 1, "leader": 1}, False)
     assert seen["elected"] == ({"state": "leader", "term": 2, "vote": 1, "leader": 1},
                                False, None, 2)
     # the WAL: {term} then {term, vote}, local rows of component 0
