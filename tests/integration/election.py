@@ -47,17 +47,23 @@ def election_cfg(uris: list[str], mode: str = "candidate", **extra) -> dict:
     return cfg
 
 
+def add_node(cluster: Cluster, kind: str, name: str, cfg: dict | None = None,
+             **kwargs) -> Node:
+    """A node of kind 'spindle', 'tarantool-2.6.3' or 'tarantool-2.6.0'."""
+    node = cluster.add("spindle" if kind == "spindle" else "tarantool", name, cfg, **kwargs)
+    if kind == "tarantool-2.6.3":
+        node.binary = tarantool_2_6_3()
+    return node
+
+
 def add_nodes(cluster: Cluster, kinds: list[str], modes: list[str] | None = None,
               **extra) -> list[Node]:
     """One node per kind ('spindle' or 'tarantool-2.6.3'), in a full mesh."""
-    nodes = [cluster.add("spindle" if kind == "spindle" else "tarantool", f"n{i + 1}",
-                         extra_lua=_GRANT)
+    nodes = [add_node(cluster, kind, f"n{i + 1}", extra_lua=_GRANT)
              for i, kind in enumerate(kinds)]
     uris = [node.uri for node in nodes]
-    for node, kind, mode in zip(nodes, kinds, modes or ["candidate"] * len(nodes)):
+    for node, mode in zip(nodes, modes or ["candidate"] * len(nodes)):
         node.cfg = election_cfg(uris, mode, **extra)
-        if kind != "spindle":
-            node.binary = tarantool_2_6_3()
     return nodes
 
 

@@ -26,8 +26,8 @@ from __future__ import annotations
 from pathlib import Path
 
 
-from ..integration.cluster import SPINDLE, Cluster, Node, wait_for
-from ..integration.election import tarantool_2_6_3
+from ..integration.cluster import SPINDLE, Cluster, wait_for
+from ..integration.election import add_node, tarantool_2_6_3
 from .oracle import run_script
 
 KINDS = ["spindle", "tarantool-2.6.3"]
@@ -105,13 +105,6 @@ def test_an_infinite_election_timeout_leaves_the_raft_worker_running_as_2_6_3(tm
         ours + "\n--- spindle log:\n" + (tmp_path / "spindle" / "node.log").read_text()[-2000:])
 
 
-def _add(cluster: Cluster, kind: str, name: str, cfg: dict) -> Node:
-    node = cluster.add("spindle" if kind == "spindle" else "tarantool", name, cfg)
-    if kind == "tarantool-2.6.3":
-        node.binary = tarantool_2_6_3()
-    return node
-
-
 def _death_timeout_change(tmp_path: Path, kind: str) -> list:
     """A candidate follower of a live leader gets a new replication_timeout: does
     it start an election (its term grows) while the leader still heartbeats?"""
@@ -121,12 +114,12 @@ def _death_timeout_change(tmp_path: Path, kind: str) -> list:
         # election turned on once the users are made (a candidate is read-only
         # until elected); alone in its replica set it elects itself (quorum
         # clamped to 1)
-        leader = _add(cluster, kind, "leader",
+        leader = add_node(cluster, kind, "leader",
                       {k: v for k, v in common.items() if k != "election_mode"}).start()
         leader.eval("box.cfg{election_mode = 'candidate'}")
         wait_for(lambda: leader.eval("return box.info.election.state") == "leader", 30,
                  "the first node to lead")
-        follower = _add(cluster, kind, "follower",
+        follower = add_node(cluster, kind, "follower",
                         {**common, "replication": [leader.rep_uri]}).start()
         wait_for(lambda: follower.eval("return box.info.election.leader") == 1, 30,
                  "the follower to know the leader")
@@ -147,12 +140,12 @@ def _synchro_ro_with_election_off(tmp_path: Path, kind: str) -> list:
     """Election off everywhere; the master's synchronous row cannot get its quorum
     (3 of 2 instances): the replica has it in its limbo, owned by the master."""
     with Cluster(tmp_path / kind) as cluster:
-        master = _add(cluster, kind, "master", {
+        master = add_node(cluster, kind, "master", {
             "replication_timeout": 0.1, "replication_synchro_quorum": 3,
             "replication_synchro_timeout": 60}).start()
         master.eval("box.schema.space.create('sync', {is_sync = true}):create_index('pk') "
                     "box.schema.space.create('plain'):create_index('pk')")
-        replica = _add(cluster, kind, "replica", {
+        replica = add_node(cluster, kind, "replica", {
             "replication_timeout": 0.1, "replication": [master.rep_uri]}).start()
         wait_for(lambda: master.eval("local r = box.info.replication[2] "
                                      "return r ~= nil and r.downstream ~= nil"), 30,

@@ -25,7 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..integration.cluster import SPINDLE, Cluster, Node, wait_for
-from ..integration.election import tarantool_2_6_3
+from ..integration.election import add_node, tarantool_2_6_3
 from .oracle import run_script, tarantool_binary
 
 READONLY = "Can't modify data because this instance is in read-only mode."
@@ -180,11 +180,7 @@ def test_a_transaction_begun_while_writable_commits_after_read_only_begins(tmp_p
 # ------------------------------------------------------------ anonymous replicas
 
 def _add(cluster: Cluster, kind: str, name: str, cfg: dict) -> Node:
-    node = cluster.add("spindle" if kind == "spindle" else "tarantool", name,
-                       {"replication_timeout": 0.1, **cfg})
-    if kind != "spindle":
-        node.binary = tarantool_2_6_3()
-    return node
+    return add_node(cluster, kind, name, {"replication_timeout": 0.1, **cfg})
 
 
 def _anonymous_replica_read_only(tmp_path: Path, kind: str) -> list:

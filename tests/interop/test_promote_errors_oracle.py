@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ..integration.cluster import Cluster, Node, wait_for
-from ..integration.election import tarantool_2_6_3
+from ..integration.election import add_node
 
 KINDS = ["spindle", "tarantool-2.6.3"]
 
@@ -25,11 +25,7 @@ PROMOTE = "local ok, err = pcall(box.ctl.promote) return {ok, tostring(err)}"
 
 
 def _add(cluster: Cluster, kind: str, name: str, cfg: dict) -> Node:
-    node = cluster.add("spindle" if kind == "spindle" else "tarantool", name,
-                       {"replication_timeout": 0.1, **cfg})
-    if kind != "spindle":
-        node.binary = tarantool_2_6_3()
-    return node
+    return add_node(cluster, kind, name, {"replication_timeout": 0.1, **cfg})
 
 
 def _has_rows_of(node: Node, master_id: int, lsn: int) -> bool:
