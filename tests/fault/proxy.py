@@ -194,20 +194,23 @@ class Proxy:
             except BlockingIOError:
                 pass
         elif kind == "accept":
-            self._accept(self.mode)     # not the turn's: a heal may have just come
+            self._accept()
         elif mode != STALL and self.mode != STALL:
             # (the mode as it is now, too: a stall() that came while select()
             # waited must hold what arrives with its wakeup, in the same turn)
             if events & selectors.EVENT_READ:
                 self._read(sock, delay)
 
-    def _accept(self, mode: str) -> None:
+    def _accept(self) -> None:
         while True:
             try:
                 client, _ = self._listener.accept()
             except (BlockingIOError, InterruptedError):
                 return
-            if mode == CUT:
+            # The mode now, for each one: not the turn's, nor the one before the
+            # last accept (a heal, then a connect, may come between two accepts:
+            # the healed connection was refused under load)
+            if self.mode == CUT:
                 self._abort(client)
                 self.stats["refused"] += 1
                 continue
