@@ -53,6 +53,7 @@ from .raft import BoxRaft, is_raft_row
 # read-only reasons that refuse a commit too (Box._journal)
 _LEADERSHIP_REASONS = frozenset({"election", "synchro"})
 
+
 class Box:
     def __init__(self, sched):
         self.sched = sched
