@@ -149,6 +149,16 @@ class Node:
                                  + self.output())
         return self
 
+    def wait_replication_user(self, timeout: float = READY_TIMEOUT) -> "Node":
+        """Until the boot script has made the replication user: wait_ready() can
+        return between its guest grant and that (a node made read-only then, by
+        an election mode, would never make it)."""
+        wait_for(lambda: self.eval(
+            "local u = box.space._user.index.name:get('rep') "
+            "return u ~= nil and box.space._priv:get{u.id, 'role', 3} ~= nil"), timeout,
+            f"the replication user on {self.name}")
+        return self
+
     def output(self) -> str:
         if self._log is not None and not self._log.closed:
             self._log.flush()

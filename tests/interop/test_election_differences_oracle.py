@@ -106,8 +106,10 @@ def test_an_infinite_election_timeout_leaves_the_raft_worker_running_as_2_6_3(tm
 
 
 def _death_timeout_change(tmp_path: Path, kind: str) -> list:
-    """A candidate follower of a live leader gets a new replication_timeout: does
-    it start an election (its term grows) while the leader still heartbeats?"""
+    """A candidate follower of a live leader gets a longer replication_timeout
+    (its death timeout goes from 1 s to 4 s; the leader heartbeats every 0.25 s):
+    does it start an election (its term grows)? 2.6.3 does at once. (Not who
+    leads afterwards: on 2.6.3 either node may win the elections that follow.)"""
     with Cluster(tmp_path / kind) as cluster:
         common = {"replication_timeout": 0.25, "election_mode": "candidate",
                   "election_timeout": 1, "replication_synchro_quorum": 2}
@@ -115,25 +117,23 @@ def _death_timeout_change(tmp_path: Path, kind: str) -> list:
         # until elected); alone in its replica set it elects itself (quorum
         # clamped to 1)
         leader = add_node(cluster, kind, "leader",
-                      {k: v for k, v in common.items() if k != "election_mode"}).start()
-        leader.eval("box.cfg{election_mode = 'candidate'}")
+                          {k: v for k, v in common.items() if k != "election_mode"}).start()
+        leader.wait_replication_user().eval("box.cfg{election_mode = 'candidate'}")
         wait_for(lambda: leader.eval("return box.info.election.state") == "leader", 30,
                  "the first node to lead")
         follower = add_node(cluster, kind, "follower",
-                        {**common, "replication": [leader.rep_uri]}).start()
+                            {**common, "replication": [leader.rep_uri]}).start()
         wait_for(lambda: follower.eval("return box.info.election.leader") == 1, 30,
                  "the follower to know the leader")
         before = follower.eval("return box.info.election")
-        follower.eval("box.cfg{replication_timeout = 0.3}")
+        follower.eval("box.cfg{replication_timeout = 1}")
         try:
             wait_for(lambda: follower.eval("return box.info.election.term") > before["term"],
-                     5, "a new term on the follower")
+                     3, "a new term on the follower")
             started = True
         except AssertionError:
             started = False
-        after = follower.eval("return box.info.election")
-        return [before["state"], before["leader"], started, after["state"] != "follower"
-                or after["leader"] != 1]
+        return [before["state"], before["leader"], started]
 
 
 def _synchro_ro_with_election_off(tmp_path: Path, kind: str) -> list:
@@ -160,10 +160,10 @@ def _synchro_ro_with_election_off(tmp_path: Path, kind: str) -> list:
 
 
 def test_a_replication_timeout_change_shifts_the_death_timer_where_2_6_3_elects(tmp_path):
-    """[state, leader before; a new term within 5 s; no longer following it]"""
+    """[state and leader before; a new term within 3 s]"""
     results = {kind: _death_timeout_change(tmp_path, kind) for kind in KINDS}
-    assert results["tarantool-2.6.3"] == ["follower", 1, True, True]
-    assert results["spindle"] == ["follower", 1, False, False]
+    assert results["tarantool-2.6.3"] == ["follower", 1, True]
+    assert results["spindle"] == ["follower", 1, False]
 
 
 def test_election_off_keeps_2_6_0s_limbo_rule_where_2_6_3_is_read_only(tmp_path):

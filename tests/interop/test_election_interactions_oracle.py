@@ -186,11 +186,7 @@ def _add(cluster: Cluster, kind: str, name: str, cfg: dict) -> Node:
 def _anonymous_replica_read_only(tmp_path: Path, kind: str) -> list:
     with Cluster(tmp_path / kind) as cluster:
         master = _add(cluster, kind, "master", {}).start()
-        # (the script grants guest first, then makes the replication user)
-        wait_for(lambda: master.eval(
-            "local u = box.space._user.index.name:get('rep') "
-            "return u ~= nil and box.space._priv:get{u.id, 'role', 3} ~= nil"), 60,
-            "the replication user on the master")
+        master.wait_replication_user()
         anon = _add(cluster, kind, "anon", {
             "replication": [master.rep_uri], "replication_anon": True,
             "read_only": True, "election_mode": "voter"}).start()
