@@ -431,14 +431,19 @@ def _check_net_msg_max(cfg):
 _ANON_NEEDS_RO = "the value may be set to true only when the instance is read-only"
 
 
+def _writable_anon(cfg) -> bool:
+    """An anonymous replica must stay read-only: checked on either option."""
+    return _truthy(cfg.get("replication_anon")) and not _truthy(cfg.get("read_only"))
+
+
 def _check_replication_anon(cfg):
-    if _truthy(cfg.get("replication_anon")) and not _truthy(cfg.get("read_only")):
+    if _writable_anon(cfg):
         raise _cfg_error("replication_anon", _ANON_NEEDS_RO)
 
 
 def _check_read_only(cfg):
-    """box_check_ro: an anonymous replica stays read-only."""
-    if _truthy(cfg.get("replication_anon")) and not _truthy(cfg.get("read_only")):
+    """box_check_ro."""
+    if _writable_anon(cfg):
         raise _cfg_error("read_only", "the value may be set to false only when "
                          "replication_anon is false")
 
