@@ -5,7 +5,8 @@ Names follow the seed, so it can be read beside this file. The JOIN stages
 
 * `relay_subscribe` — SUBSCRIBE: `relay_subscribe_f` streams WAL rows after the
   replica's vclock (wal_cursor.py: files while far behind, the in-memory tail when
-  close), sends heartbeats when nothing was sent for `replication_timeout`, and
+  close), sends heartbeats when nothing was sent for `replication_timeout` (with
+  election on, at the relay's slot of the period: `heartbeat_deadline`), and
   `relay_reader_f`, a second fiber, reads the replica's ACKs.
 
 Per transaction a master with replicas pays little for them: rows written within
@@ -369,6 +370,36 @@ def relay_send_heartbeat(relay: Relay) -> None:
     relay.send(row.encode_frame(relay.sync))
 
 
+def heartbeat_deadline(relay: Relay) -> float:
+    """When an idle relay's next heartbeat is due. 2.6.3: replication_timeout after
+    its last send. With election on and more than one replica following, each relay
+    has a slot of its own in the period instead (its rank among them, by replica id,
+    × period / their count) and the heartbeat comes at its first slot after the
+    last send: never later than 2.6.3's, one heartbeat per period all the same.
+
+    Why: a follower starts an election 4 × replication_timeout after the last
+    message it heard from its leader, and the first one to start decides. Relays
+    heartbeating from their last send are in step once the leader has written
+    anything (a row goes to all of them at once): every follower has heard a dead
+    leader equally recently, so the death is noticed as late as by one follower,
+    and by all of them at once (split votes). With spread slots, an idle leader's
+    oldest message among its n followers is at least (n - 1)/n of a period old at
+    any moment: a death is noticed that much sooner at worst (half a period in a
+    set of 3, on average a quarter), and the followers' timeouts lie apart."""
+    period = replication_timeout(relay.box)
+    if not relay.box.raft.is_enabled:
+        return relay.last_row_time + period
+    peers = sorted(((r.id, r.uuid or "", r.relay) for r in relay.box.replicaset.hash.values()
+                    if r.relay is not None and r.relay.state == RelayState.FOLLOW),
+                   key=lambda peer: peer[:2])
+    rank = next((n for n, peer in enumerate(peers) if peer[2] is relay), None)
+    if len(peers) < 2 or rank is None:
+        return relay.last_row_time + period
+    slot = rank * period / len(peers)
+    wait = (slot - relay.last_row_time) % period
+    return relay.last_row_time + (wait or period)
+
+
 def relay_send_txs(relay: Relay, txs: list[Transaction], *, subscriber: bool = True,
                    stop: VClock | None = None) -> None:
     """Filter and send transactions in as few socket writes as possible. `stop`
@@ -581,7 +612,7 @@ def relay_subscribe_f(relay: Relay) -> None:
                 relay_send_heartbeat(relay)
             continue
         now = sched.clock()
-        deadline = relay.last_row_time + replication_timeout(box)
+        deadline = heartbeat_deadline(relay)
         if now >= deadline:
             relay_send_heartbeat(relay)
             continue

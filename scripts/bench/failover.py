@@ -1,6 +1,6 @@
 """Election failover (issue 25): Spindle and Tarantool 2.6.3 side by side in one run.
 
-    .venv/bin/python scripts/bench/failover.py [--kills N] [--random-phase]
+    .venv/bin/python scripts/bench/failover.py [--kills N] [--scenario S]
 
 For each kind, three nodes of that kind, all election_mode = 'candidate',
 replication_timeout = 0.25 and election_timeout = 1 (tests/integration/election.py's
@@ -12,28 +12,33 @@ opened before the kill; a follower answers ER_READONLY at once, and an accepted
 insert has its quorum). The old leader is then started again and the set settles
 before the next kill. Printed: median, p90, min and max of the N times per kind,
 their ratio, and the load average before and after (the time is death detection
-— 4 × replication_timeout of silence — plus the election timeout's wait and the
-vote round, the WAL writes of term and vote, and the new leader's PROMOTE).
+— 4 × replication_timeout of silence — plus the vote round, the WAL writes of
+term and vote, the new leader's PROMOTE and its first write).
 
 Death detection depends on the heartbeat phase at the kill: a survivor starts an
 election 4 × replication_timeout after the last message it heard from the leader,
-which came 0 to replication_timeout before the kill, and the first survivor to
-start decides. So right after each kill the survivors' `upstream.idle` of the
-leader is read (nothing comes from it any more, and a failed reconnection does
-not restart the idle time, in either kind), and the time from the earliest of
-those last messages to the accepted write is printed too ("from the last
-message"): the mechanism without the phase. The phase is not chance here: each
-kill follows the old leader's restart by the settle step's polls (every 50 ms),
-and 2.6.3 restarts in the same few ms every time, so its kills come at nearly the
-same phase run after run (one of its survivors heard the leader 0.20-0.22 s
-before most kills, measured; Spindle's restart varies by more than a heartbeat
-period; and the offset between the phases of the leader's two relays is how
-long the old leader's restart took, modulo the period: ~0.06 s for 2.6.3, near 0
-for Spindle's ~0.5 s restarts: relays in step give the two survivors one phase
-between them, where independent ones let the earlier of two decide).
-`--random-phase` waits a random time within one replication_timeout before each
-kill and before each restart: both the phase and the offset are then uniform, for
-both kinds alike.
+and the first survivor to start decides. So right after each kill the survivors'
+`upstream.idle` of the leader is read (nothing comes from it any more, and a
+failed reconnection does not restart the idle time, in either kind), and the time
+from the earliest of those last messages to the accepted write is printed too
+("from the last message"): the mechanism without the phase.
+
+What comes before each kill (`--scenario`), the same for both kinds:
+
+* `in-use` (the default): the leader is in use: a sync write through it, then the
+  kill at a random moment within a death timeout (4 periods) after it. A write
+  goes to every follower at once, which puts 2.6.3's relays in step (each
+  heartbeats a period after its last send), so its survivors' phase is one and
+  uniform; Spindle's relays heartbeat at slots of their own with election on
+  (core/replication/relay.py, heartbeat_deadline).
+* `rejoin`: the kill as soon as the set has settled after the old leader's
+  restart (the default before 2026-12-06). The phase is then not chance: the kill
+  follows the restarted node's SUBSCRIBE (whose relay heartbeats at once, then a
+  period later in 2.6.3) by the settle step's polls, a time set by each kind's
+  speed: 2.6.3's survivor of the restarted node had heard the leader 0.20-0.22 s
+  before most kills (measured), near the best phase there is.
+* `rejoin-random`: as `rejoin` with a random wait within one period before each
+  kill and before each restart (the former `--random-phase`).
 """
 from __future__ import annotations
 
@@ -58,6 +63,10 @@ from integration.election import (  # noqa: E402
 PROBE_PAUSE = 0.002       # between two rounds of tries over the survivors
 REPLICATION_TIMEOUT = election_cfg([])["replication_timeout"]    # the heartbeat period
 SETTLE_TIMEOUT = 120.0
+SCENARIOS = ("in-use", "rejoin", "rejoin-random")
+# in-use: the kill comes this long at most after the leader's last write: after a
+# death timeout (4 periods) the write no longer shows in the survivors' timers
+IN_USE_SPAN = 4 * REPLICATION_TIMEOUT
 SYNC_SPACE = ("box.schema.space.create('sync', {is_sync = true, if_not_exists = true}) "
               "box.space.sync:create_index('pk', {if_not_exists = true})")
 
@@ -152,7 +161,7 @@ def settle(nodes: list[Node]) -> Node:
     return leader
 
 
-def measure(cluster: Cluster, kind: str, kills: int, random_phase: bool
+def measure(cluster: Cluster, kind: str, kills: int, scenario: str
             ) -> tuple[list[float], list[float]]:
     """Per kill: from the kill, and from the last message a survivor heard from
     the leader, to the first accepted write."""
@@ -164,7 +173,10 @@ def measure(cluster: Cluster, kind: str, kills: int, random_phase: bool
         leader = settle(nodes)
         leader_id = leader.info("id")
         survivors = [node for node in nodes if node is not leader]
-        if random_phase:
+        if scenario == "in-use":
+            leader.eval("box.space.sync:replace{0, ...}", number)
+            time.sleep(random.uniform(0, IN_USE_SPAN))
+        elif scenario == "rejoin-random":
             time.sleep(random.uniform(0, REPLICATION_TIMEOUT))
         killed_at, started = time.time(), time.monotonic()
         leader.kill()
@@ -176,7 +188,7 @@ def measure(cluster: Cluster, kind: str, kills: int, random_phase: bool
               f"{times[-1]:.3f} s: {breakdown(survivors, killed_at, times[-1])}; "
               f"leader last heard {phase} s before the kill, "
               f"{since_heard[-1]:.3f} s from then", flush=True)
-        if random_phase:
+        if scenario == "rejoin-random":
             time.sleep(random.uniform(0, REPLICATION_TIMEOUT))
         leader.start(wait=False)
         leader.wait_ready(SETTLE_TIMEOUT)
@@ -200,9 +212,8 @@ def summary(times: list[float], since_heard: list[float]) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--kills", type=int, default=20)
-    parser.add_argument("--random-phase", action="store_true",
-                        help="wait a random time within one replication_timeout "
-                             "before each kill and each restart (see the module doc)")
+    parser.add_argument("--scenario", choices=SCENARIOS, default="in-use",
+                        help="what comes before each kill (see the module doc)")
     args = parser.parse_args()
     if not os.access(os.environ.get("TARANTOOL_2_6_3") or ORACLE_2_6_3, os.X_OK):
         sys.exit(f"Tarantool 2.6.3 is not at {ORACLE_2_6_3} (set TARANTOOL_2_6_3)")
@@ -214,10 +225,10 @@ def main() -> None:
             (Path(tmp) / kind).mkdir()
             with Cluster(Path(tmp) / kind) as cluster:
                 results[column] = summary(*measure(cluster, kind, args.kills,
-                                                   args.random_phase))
+                                                   args.scenario))
     load_after = os.getloadavg()
     print(f"kill -9 of the leader to the first accepted sync write, {args.kills} kills "
-          "(Tarantool = 2.6.3)" + (", random phase" if args.random_phase else ""))
+          f"(Tarantool = 2.6.3), scenario {args.scenario}")
     print_side_by_side(results, ",.3f")
     print("load average before: {:.2f} {:.2f} {:.2f}, after: {:.2f} {:.2f} {:.2f}".format(
         *load_before, *load_after))

@@ -24,7 +24,7 @@ from spindle.core.replication.relay import (
     Relay, relay_filter_tx, relay_hold_back, relay_process_acks, relay_push_raft,
     relay_tx_frames,
 )
-from spindle.core.replication.replica import Replica
+from spindle.core.replication.replica import RelayState, Replica
 from spindle.core.replication.wal_cursor import WalCursor
 from spindle.core.replication.wal_tail import WalTail
 from spindle.core.replication.wire_tx import WireRun, WireTx, frame_rows, plain_tx
@@ -517,6 +517,83 @@ def test_an_idle_relay_sends_a_heartbeat_every_replication_timeout(run, sched, t
     start = run(main)
     assert sends == pytest.approx([start + n * timeout for n in range(4)])
     assert idle_after_send == [0.0] * 4
+
+
+def relays_of_one_box(sched, tmp_path, count: int, election: bool) -> list[Relay]:
+    """`count` relays of one master (replica ids 2, 3, ...), subscribed and in the
+    replica set, over one WAL; election on or off."""
+    first = make_relay(sched, tmp_path, Limbo(), replica_id=2)
+    box = first.box
+    box.raft.is_enabled = election
+    relays = [first] + [Relay(sched, box, Replica(f"{n:08d}-2222-4222-8222-222222222222", n),
+                              Stream(), 0) for n in range(3, 2 + count)]
+    for relay in relays:
+        relay.cursor = relay.cursor or relay_module.relay_cursor(box, VClock(), 0)
+        relay.state = RelayState.FOLLOW
+        relay.replica.relay = relay
+        box.replicaset.hash[relay.replica.uuid] = relay.replica
+    return relays
+
+
+def heartbeats_of(run, sched, clock, relays, periods: float, *, row_at=None):
+    """Each relay's send times over `periods` × replication_timeout from a start
+    in step (the relays start together, as after a row sent to all); `row_at`: a
+    row written then (seconds after the start)."""
+    timeout = relays[0].box.cfg["replication_timeout"]
+    sends = [send_times(relay, clock) for relay in relays]
+
+    def main():
+        start = clock()
+        for relay in relays:
+            relay.fiber = sched.spawn(relay_module.relay_subscribe_f, relay)
+        if row_at is not None:
+            sched.sleep(row_at)
+            relays[0].cursor.tail.append(tx(1, 1, 1), VClock({1: 1}))
+        sched.sleep(start + periods * timeout - clock())
+        for relay in relays:
+            sched.cancel(relay.fiber)
+            relay.cursor.tail.detach()
+        return start
+    return run(main), timeout, sends
+
+
+@pytest.mark.parametrize("count", [2, 3])
+def test_with_election_on_idle_relays_heartbeat_in_slots_spread_over_the_period(
+        run, sched, tmp_path, clock, count):
+    """Started in step, each of n relays heartbeats at its own slot (rank/n of the
+    period, by replica id) from its first heartbeat on: the slots stay 1/n of a
+    period apart, no relay is silent longer than a period, and each sends one
+    heartbeat per period. On the fake clock, so the times are exact."""
+    relays = relays_of_one_box(sched, tmp_path, count, election=True)
+    start, timeout, sends = heartbeats_of(run, sched, clock, relays, 4.5)
+    for rank, times in enumerate(sends):
+        assert times[0] == start                       # at the subscribe, as 2.6.3
+        slot = rank * timeout / count
+        assert [(t - slot) % timeout for t in times[1:]] == \
+            pytest.approx([0.0] * (len(times) - 1), abs=1e-9)
+        gaps = [b - a for a, b in zip([start] + times, times + [start + 4.5 * timeout])]
+        assert max(gaps) <= timeout + 1e-9 and len(times) in (5, 6)
+
+
+def test_with_election_on_a_row_sent_to_all_does_not_put_them_in_step(
+        run, sched, tmp_path, clock):
+    """A row goes to every relay at once; the heartbeats after it still come at
+    each relay's own slot, not replication_timeout after the row for all."""
+    relays = relays_of_one_box(sched, tmp_path, 2, election=True)
+    start, timeout, sends = heartbeats_of(run, sched, clock, relays, 4.5, row_at=1.3)
+    for rank, times in enumerate(sends):
+        after = [t for t in times if t > start + 1.3 + relay_module.COALESCE_WINDOW]
+        assert len(after) >= 3
+        assert [(t - rank * timeout / 2) % timeout for t in after] == \
+            pytest.approx([0.0] * len(after), abs=1e-9)
+
+
+def test_with_election_off_idle_relays_heartbeat_as_2_6_3(run, sched, tmp_path, clock):
+    """Election off: every relay a replication_timeout after its last send, so
+    relays started together stay in step (2.6.0 and 2.6.3 alike)."""
+    relays = relays_of_one_box(sched, tmp_path, 2, election=False)
+    start, timeout, sends = heartbeats_of(run, sched, clock, relays, 3.5)
+    assert sends[0] == sends[1] == pytest.approx([start + n * timeout for n in range(4)])
 
 
 # ------------------------------------------------------------------- ACKs

@@ -8,6 +8,7 @@ import collections
 import math
 import struct
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -326,6 +327,7 @@ class Box:
         self.vclock = wal.vclock
         self.limbo = EmptyLimbo()
         self.replicaset = ReplicaSet(sched, self)
+        self.raft = SimpleNamespace(is_enabled=False)     # election off
 
 
 def block(rows: list[XRow], compress: bool = True) -> bytes:
