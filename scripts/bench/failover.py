@@ -1,6 +1,6 @@
 """Election failover (issue 25): Spindle and Tarantool 2.6.3 side by side in one run.
 
-    .venv/bin/python scripts/bench/failover.py [--kills N] [--scenario S]
+    .venv/bin/python scripts/bench/failover.py [--kills N] [--scenario S] [--only KIND]
 
 For each kind, three nodes of that kind, all election_mode = 'candidate',
 replication_timeout = 0.25 and election_timeout = 1 (tests/integration/election.py's
@@ -31,6 +31,10 @@ What comes before each kill (`--scenario`), the same for both kinds:
   heartbeats a period after its last send), so its survivors' phase is one and
   uniform; Spindle's relays heartbeat at slots of their own with election on
   (core/replication/relay.py, heartbeat_deadline).
+* `load`: a writer on the leader (an asynchronous replace every 5 ms, in a fiber
+  of its own), the kill a random time between one period and a death timeout later.
+  Rows go to every follower at once and no heartbeat is needed: the survivors
+  heard the leader last at the same moment, in both kinds.
 * `rejoin`: the kill as soon as the set has settled after the old leader's
   restart (the default before 2026-12-06). The phase is then not chance: the kill
   follows the restarted node's SUBSCRIBE (whose relay heartbeats at once, then a
@@ -63,12 +67,28 @@ from integration.election import (  # noqa: E402
 PROBE_PAUSE = 0.002       # between two rounds of tries over the survivors
 REPLICATION_TIMEOUT = election_cfg([])["replication_timeout"]    # the heartbeat period
 SETTLE_TIMEOUT = 120.0
-SCENARIOS = ("in-use", "rejoin", "rejoin-random")
+SCENARIOS = ("in-use", "load", "rejoin", "rejoin-random")
 # in-use: the kill comes this long at most after the leader's last write: after a
 # death timeout (4 periods) the write no longer shows in the survivors' timers
 IN_USE_SPAN = 4 * REPLICATION_TIMEOUT
-SYNC_SPACE = ("box.schema.space.create('sync', {is_sync = true, if_not_exists = true}) "
-              "box.space.sync:create_index('pk', {if_not_exists = true})")
+SPACES = ("box.schema.space.create('sync', {is_sync = true, if_not_exists = true}) "
+          "box.space.sync:create_index('pk', {if_not_exists = true}) "
+          "box.schema.space.create('load', {if_not_exists = true}) "
+          "box.space.load:create_index('pk', {if_not_exists = true})")
+
+
+# a writer on the leader until it dies: a replace every LOAD_PAUSE. Asynchronous:
+# the rows the leader wrote but did not send before the kill must not stop it
+# from following the new leader when it is back (a synchronous one would be in
+# its limbo, and 2.6.3 cannot rejoin then: seen)
+LOAD_PAUSE = 0.005
+LOAD = f"""local key = ...
+require('fiber').create(function()
+    while true do
+        box.space.load:replace{{key, 'load'}}
+        require('fiber').sleep({LOAD_PAUSE})
+    end
+end)"""
 
 
 def connect(node: Node) -> tarantool.Connection:
@@ -167,7 +187,7 @@ def measure(cluster: Cluster, kind: str, kills: int, scenario: str
     the leader, to the first accepted write."""
     nodes = add_nodes(cluster, [kind] * 3)
     start_all(nodes)
-    settle(nodes).eval(SYNC_SPACE)
+    settle(nodes).eval(SPACES)
     times, since_heard = [], []
     for number in range(1, kills + 1):
         leader = settle(nodes)
@@ -176,6 +196,9 @@ def measure(cluster: Cluster, kind: str, kills: int, scenario: str
         if scenario == "in-use":
             leader.eval("box.space.sync:replace{0, ...}", number)
             time.sleep(random.uniform(0, IN_USE_SPAN))
+        elif scenario == "load":
+            leader.eval(LOAD, number)
+            time.sleep(random.uniform(REPLICATION_TIMEOUT, IN_USE_SPAN))
         elif scenario == "rejoin-random":
             time.sleep(random.uniform(0, REPLICATION_TIMEOUT))
         killed_at, started = time.time(), time.monotonic()
@@ -214,6 +237,8 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=20)
     parser.add_argument("--scenario", choices=SCENARIOS, default="in-use",
                         help="what comes before each kill (see the module doc)")
+    parser.add_argument("--only", choices=("spindle", "tarantool"),
+                        help="measure one kind (no ratio)")
     args = parser.parse_args()
     if not os.access(os.environ.get("TARANTOOL_2_6_3") or ORACLE_2_6_3, os.X_OK):
         sys.exit(f"Tarantool 2.6.3 is not at {ORACLE_2_6_3} (set TARANTOOL_2_6_3)")
@@ -222,6 +247,8 @@ def main() -> None:
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for kind, column in (("tarantool-2.6.3", "tarantool"), ("spindle", "spindle")):
+            if args.only not in (None, column):
+                continue
             (Path(tmp) / kind).mkdir()
             with Cluster(Path(tmp) / kind) as cluster:
                 results[column] = summary(*measure(cluster, kind, args.kills,
@@ -229,7 +256,11 @@ def main() -> None:
     load_after = os.getloadavg()
     print(f"kill -9 of the leader to the first accepted sync write, {args.kills} kills "
           f"(Tarantool = 2.6.3), scenario {args.scenario}")
-    print_side_by_side(results, ",.3f")
+    if args.only:
+        for name, value in results[args.only].items():
+            print(f"{name:40} {value:8.3f}")
+    else:
+        print_side_by_side(results, ",.3f")
     print("load average before: {:.2f} {:.2f} {:.2f}, after: {:.2f} {:.2f} {:.2f}".format(
         *load_before, *load_after))
 
