@@ -22,6 +22,16 @@ the election timeout plus up to a tenth of it at random, then starts a new term;
 a follower candidate starts one when the leader is silent for the death timeout.
 There is no pre-vote, no lease and no step-down: a leader stays one until a higher
 term, a reconfiguration or resignation.
+
+One rule is Spindle's own (`_contest`, docs/ELECTION.md): 2.6.3 loses a term to a
+split vote whenever two candidates start together (a leader that dies while
+writing: its last row reached every follower at once) or one starts that a peer
+will not vote for (its vclock is behind); every node then waits the election
+timeout. Here a candidate that refuses a competing candidate settles the contest
+at once in the next term: it stands itself when the other is behind it (which
+can vote for it), or votes for the other when that one is ahead, or as far
+along with a lower id. A node that voted for a candidate announces the vote again
+when that candidate asks (it may have missed the first announcement).
 """
 from __future__ import annotations
 
@@ -201,6 +211,10 @@ class Raft:
         """The term/vote of a snapshot or WAL row, while recovering (never a state
         or a vclock: those are not persisted)."""
         if msg.term:
+            if msg.term > self.term:
+                # a term is written with no vote until there is one (2.6.3 keeps the
+                # older term's vote here, and so announces it in the newer term)
+                self.vote = self.volatile_vote = 0
             self.term = self.volatile_term = msg.term
         if msg.vote:
             self.vote = self.volatile_vote = msg.vote
@@ -252,16 +266,22 @@ class Raft:
             why = "this is a notification about a vote for a third node, not a request"
         elif self.volatile_vote:
             why = "already voted in this term"
+            if self.vote == msg.vote and self.term == self.volatile_term:
+                self._schedule_broadcast()      # the candidate asks again: tell it
         elif not self._can_vote_for(msg.vclock):
             why = "the vclock is not acceptable"
         if why is not None:
             log.info("RAFT: vote request is skipped - %s", why)
+            if why == "the vclock is not acceptable":
+                self._contest(msg)
             return
         self._sm_schedule_new_vote(msg.vote)
 
     def _count_vote(self, msg: RaftMsg, source: int) -> None:
         if msg.vote != self.self_id:
             log.info("RAFT: vote request is skipped - competing candidate")
+            if msg.state == _CANDIDATE:
+                self._contest(msg)
             return
         if source not in self.vote_mask:
             self.vote_mask.add(source)
@@ -271,6 +291,32 @@ class Raft:
                      self.vote_count, self.election_quorum)
             return
         self._sm_become_leader()
+
+    def _contest(self, msg: RaftMsg) -> None:
+        """A candidate's request this node refused, in the candidate's term: this
+        term is lost to a split vote whenever the refusal leaves no one a quorum
+        (2.6.3 then waits the election timeout, up to 1.1 × election_timeout). A
+        candidate node settles it in the next term at once: it stands itself if
+        the other's vclock is behind its own (the other can vote for it), or
+        votes for the other if it is a competing candidate and the other is
+        ahead, or as far along with a lower id. Incomparable vclocks: nothing
+        (a third node decides). A term never gets two votes: the new one is a
+        new term."""
+        if not self.is_candidate or self.leader or msg.vclock is None:
+            return
+        ours = self.vclock or VClock()
+        order = VClock(msg.vclock).compare(ours, ignore0=True)
+        if order == -1:
+            log.info("RAFT: the candidate %s is behind this node, begin new election "
+                     "round", msg.vote)
+            self._sm_schedule_new_term(self.volatile_term + 1)
+            self._sm_schedule_new_vote(self.self_id)
+        elif self.state == _CANDIDATE and (order == 1 or (order == 0
+                                                          and msg.vote < self.self_id)):
+            log.info("RAFT: split vote with candidate %s, vote for it in a new term",
+                     msg.vote)
+            self._sm_schedule_new_term(self.volatile_term + 1)
+            self._sm_schedule_new_vote(msg.vote)
 
     def _can_vote_for(self, vclock: Mapping[int, int] | None) -> bool:
         """The candidate's vclock is not behind ours in any component (0 aside)."""

@@ -386,3 +386,100 @@ def test_three_nodes_elect_exactly_one_leader():
     assert len(leaders) == 1 and 0 not in leaders
     assert sum(n.raft.state == L for n in nodes.values()) == 1
     assert len({n.raft.term for n in nodes.values()}) == 1
+
+
+# ------------------------------------------------------------ Spindle's contest rule
+# (core/raft/raft.py, Raft._contest; docs/ELECTION.md). 2.6.3 loses such a term to a
+# split vote and waits the election timeout (5 s here) before the next one.
+
+def exchange(*nodes: Node) -> None:
+    """Deliver every sent message to every other node until none is left."""
+    ids = {node.raft.self_id: node for node in nodes}
+    while any(node.sent for node in nodes):
+        for src, node in ids.items():
+            while node.sent:
+                msg = node.sent.pop(0)
+                for dst, other in ids.items():
+                    if dst != src:
+                        other.msg(msg, src)
+
+
+def survivors(vclock_2: dict, vclock_3: dict) -> tuple[Node, Node]:
+    """Nodes 2 and 3 of three, quorum 2, following the leader 1 in term 2."""
+    two, three = (Node(i, quorum=2, vclock=v) for i, v in ((2, vclock_2), (3, vclock_3)))
+    for node in (two, three):
+        node.msg(RaftMsg(2, 1, int(L)), 1)
+        node.sent.clear()
+    return two, three
+
+
+def test_a_follower_refusing_a_candidate_that_is_behind_stands_in_the_next_term():
+    two, three = survivors({1: 10, 2: 3}, {1: 10, 2: 2})    # 3 lacks a row of 2's
+    three.advance(5)                                          # 3 notices first
+    assert three.status() == (C, 3, 3, 0)
+    two.msg(three.sent.pop(), 3)
+    # 2.6.3: term 3 and a vote for itself (two candidates in term 3, neither wins)
+    assert two.wal[-1] == RaftMsg(4, 2) and two.status() == (C, 4, 2, 0)
+    exchange(two, three)
+    assert two.status() == (L, 4, 2, 2) and three.status() == (F, 4, 2, 2)
+
+
+def test_two_candidates_as_far_along_the_higher_id_votes_for_the_lower_in_a_new_term():
+    two, three = survivors({1: 10}, {1: 10})
+    two.advance(5)
+    three.advance(5)                                          # together: a split vote
+    assert two.status() == (C, 3, 2, 0) and three.status() == (C, 3, 3, 0)
+    request_2, request_3 = two.sent.pop(), three.sent.pop()
+    two.msg(request_3, 3)
+    assert two.status() == (C, 3, 2, 0)                       # the lower id stays
+    three.msg(request_2, 2)
+    assert three.wal[-1] == RaftMsg(4, 2) and three.status() == (F, 4, 2, 0)
+    exchange(two, three)
+    assert two.status() == (L, 4, 2, 2) and three.status() == (F, 4, 2, 2)
+
+
+def test_a_competing_candidate_that_is_ahead_gets_the_vote_in_a_new_term():
+    two, three = survivors({1: 9}, {1: 10})
+    two.advance(5)
+    three.advance(5)
+    request_3 = three.sent.pop()
+    two.msg(request_3, 3)                                     # 3 is ahead: 2 gives way
+    assert two.wal[-1] == RaftMsg(4, 3) and two.status() == (F, 4, 3, 0)
+    exchange(two, three)
+    assert three.status() == (L, 4, 3, 3) and two.status() == (F, 4, 3, 3)
+
+
+def test_incomparable_candidates_wait_for_the_election_timeout_as_in_2_6_3():
+    two, three = survivors({1: 10, 2: 1}, {1: 10, 3: 1})
+    two.advance(5)
+    three.advance(5)
+    exchange(two, three)
+    assert two.status() == (C, 3, 2, 0) and three.status() == (C, 3, 3, 0)
+    assert two.raft.timer_deadline == pytest.approx(two.now + 5)
+
+
+def test_a_voter_never_contests():
+    node = Node(2, quorum=2, candidate=False, vclock={1: 10})
+    node.msg(RaftMsg(3, 3, int(C), {1: 9}), 3)
+    assert node.wal == [RaftMsg(3, 0)] and node.status() == (F, 3, 0, 0)
+
+
+def test_a_candidate_that_asks_again_hears_the_vote_again():
+    node = Node(2, quorum=2, candidate=False, vclock={1: 10})
+    request = RaftMsg(3, 3, int(C), {1: 10})
+    node.msg(request, 3)
+    assert node.sent[-1] == RaftMsg(3, 3, int(F))
+    node.sent.clear()
+    node.msg(request, 3)
+    assert node.sent == [RaftMsg(3, 3, int(F))] and node.wal == [RaftMsg(3, 3)]
+    node.sent.clear()
+    node.msg(RaftMsg(3, 4, int(C), {1: 10}), 4)               # another one: no
+    assert node.sent == []
+
+
+def test_recovery_of_a_newer_term_without_a_vote_has_no_vote():
+    raft = Raft(clock=lambda: 0.0)
+    for row in (RaftMsg(2, 2), RaftMsg(3, 0)):
+        raft.process_recovery(row)
+    assert (raft.term, raft.vote, raft.volatile_vote) == (3, 0, 0)
+    assert raft.checkpoint_remote() == RaftMsg(3, 0, int(F))
