@@ -1,8 +1,10 @@
 """The Raft state machine (core/raft/raft.py) in a seeded, deterministic simulation:
 3 and 5 nodes on a fake clock and a fake network that delays, drops and
 partitions messages, WAL writes that take a random time, and nodes that crash
-(an unfinished write lands or not) and restart from what their WAL holds. Each
-seed is one reproducible run: a failure names it.
+(an unfinished write lands or not) and restart from what their WAL holds; the
+leaders write data, which reaches followers late or not at all, so candidates'
+vclocks differ (some are refused, some split votes are contested). Each seed is
+one reproducible run: a failure names it.
 
 Checked after every event, whatever the network does (safety):
 * at most one leader per term, ever;
@@ -43,6 +45,7 @@ class Sim:
         self._events: list = []
         self._seq = itertools.count()
         self.cut: set[tuple[int, int]] = set()       # links that drop everything
+        self._link_free: dict[tuple[int, int], float] = {}   # last delivery per link
         self.drop = 0.0                              # chance of losing a message
         self.leaders: dict[int, int] = {}            # term -> its leader, ever
         self.nodes = {i: SimNode(self, i, size // 2 + 1) for i in range(1, size + 1)}
@@ -54,8 +57,13 @@ class Sim:
         for dst in self.nodes:
             if dst == src or (src, dst) in self.cut or self.rng.random() < self.drop:
                 continue
-            self.at(self.now + self.rng.uniform(0, MAX_DELAY),
-                    lambda dst=dst: self._deliver(src, dst, deliver))
+            # in order on each link, as over TCP: a message never overtakes an
+            # earlier one (an old candidate's request after its leader message
+            # would read as a resignation)
+            when = max(self.now + self.rng.uniform(0, MAX_DELAY),
+                       self._link_free.get((src, dst), 0.0))
+            self._link_free[(src, dst)] = when
+            self.at(when, lambda dst=dst: self._deliver(src, dst, deliver))
 
     def _deliver(self, src: int, dst: int, deliver: Callable[["SimNode"], None]) -> None:
         node = self.nodes[dst]
@@ -111,6 +119,10 @@ class SimNode:
         self.up = True
         self.generation = 0               # a restart forgets the writes in flight
         self.writing: RaftMsg | None = None
+        # the data's vclock, kept across crashes: a leader writes rows, a follower
+        # takes rows only from the leader it knows (as appliers do), so the nodes'
+        # vclocks lag, and an old leader keeps rows nobody else got
+        self.vclock = VClock()
         self.raft = self._new_raft()
         sim.at(sim.rng.uniform(0, HEARTBEAT), self._heartbeat)
 
@@ -118,7 +130,7 @@ class SimNode:
         sim = self.sim
         raft = Raft(clock=lambda: sim.now, rand=lambda n: sim.rng.randint(0, n))
         raft.cfg_instance_id(self.id)
-        raft.cfg_vclock(VClock())
+        raft.cfg_vclock(lambda: self.vclock)
         for row in self.wal:
             raft.process_recovery(row)
         raft.cfg_election_timeout(ELECTION_TIMEOUT)
@@ -171,8 +183,17 @@ class SimNode:
     def _heartbeat(self) -> None:
         if self.up:
             src = self.id
-            self.sim.send(src, lambda node: node.raft.process_heartbeat(src) or node.work())
+            if self.raft.state == RaftState.LEADER and self.sim.rng.random() < 0.5:
+                self.vclock.inc(src)                  # a row written
+            rows = self.vclock.copy()
+            self.sim.send(src, lambda node: node.replicate(src, rows))
         self.sim.at(self.sim.now + HEARTBEAT, self._heartbeat)
+
+    def replicate(self, src: int, rows: VClock) -> None:
+        self.raft.process_heartbeat(src)
+        if self.raft.leader == src:
+            self.vclock = VClock.max(self.vclock, rows)
+        self.work()
 
     def crash(self) -> None:
         if self.writing is not None and self.sim.rng.random() < 0.5:
