@@ -255,7 +255,7 @@ class Raft:
     def _consider_vote(self, msg: RaftMsg) -> None:
         """A vote seen by a follower or the leader: granted to a candidate asking
         for it, when nothing forbids it."""
-        why = None
+        why, contest = None, False
         if not self.is_enabled:
             why = "RAFT is disabled"
         elif self.leader:
@@ -269,10 +269,10 @@ class Raft:
             if self.vote == msg.vote and self.term == self.volatile_term:
                 self._schedule_broadcast()      # the candidate asks again: tell it
         elif not self._can_vote_for(msg.vclock):
-            why = "the vclock is not acceptable"
+            why, contest = "the vclock is not acceptable", True
         if why is not None:
             log.info("RAFT: vote request is skipped - %s", why)
-            if why == "the vclock is not acceptable":
+            if contest:
                 self._contest(msg)
             return
         self._sm_schedule_new_vote(msg.vote)

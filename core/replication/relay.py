@@ -374,8 +374,9 @@ def heartbeat_deadline(relay: Relay) -> float:
     """When an idle relay's next heartbeat is due. 2.6.3: replication_timeout after
     its last send. With election on and more than one replica following, each relay
     has a slot of its own in the period instead (its rank among them, by replica id,
-    × period / their count) and the heartbeat comes at its first slot after the
-    last send: never later than 2.6.3's, one heartbeat per period all the same.
+    × period / their count; anonymous replicas, which never vote, are left out)
+    and the heartbeat comes at its first slot after the last send: never later
+    than 2.6.3's, one heartbeat per period all the same.
 
     Why: a follower starts an election 4 × replication_timeout after the last
     message it heard from its leader, and the first one to start decides. Relays
@@ -389,10 +390,10 @@ def heartbeat_deadline(relay: Relay) -> float:
     period = replication_timeout(relay.box)
     if not relay.box.raft.is_enabled:
         return relay.last_row_time + period
-    peers = sorted(((r.id, r.uuid or "", r.relay) for r in relay.box.replicaset.hash.values()
-                    if r.relay is not None and r.relay.state == RelayState.FOLLOW),
-                   key=lambda peer: peer[:2])
-    rank = next((n for n, peer in enumerate(peers) if peer[2] is relay), None)
+    peers = sorted(((r.id, r.relay) for r in relay.box.replicaset.hash.values()
+                    if r.id and not r.anon and r.relay is not None
+                    and r.relay.state == RelayState.FOLLOW), key=lambda peer: peer[0])
+    rank = next((n for n, peer in enumerate(peers) if peer[1] is relay), None)
     if len(peers) < 2 or rank is None:
         return relay.last_row_time + period
     slot = rank * period / len(peers)

@@ -588,6 +588,20 @@ def test_with_election_on_a_row_sent_to_all_does_not_put_them_in_step(
             pytest.approx([0.0] * len(after), abs=1e-9)
 
 
+def test_an_anonymous_replica_takes_no_slot_and_heartbeats_as_2_6_3(
+        run, sched, tmp_path, clock):
+    """An anonymous replica never votes: its relay heartbeats a period after its
+    last send, and the two registered replicas share the period between them."""
+    relays = relays_of_one_box(sched, tmp_path, 3, election=True)
+    anonymous = relays[2].replica
+    anonymous.id, anonymous.anon = 0, True
+    start, timeout, sends = heartbeats_of(run, sched, clock, relays, 3.5)
+    assert sends[2] == pytest.approx([start + n * timeout for n in range(4)])
+    for rank, times in enumerate(sends[:2]):
+        assert [(t - rank * timeout / 2) % timeout for t in times[1:]] == \
+            pytest.approx([0.0] * (len(times) - 1), abs=1e-9)
+
+
 def test_with_election_off_idle_relays_heartbeat_as_2_6_3(run, sched, tmp_path, clock):
     """Election off: every relay a replication_timeout after its last send, so
     relays started together stay in step (2.6.0 and 2.6.3 alike)."""
