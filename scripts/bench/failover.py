@@ -34,7 +34,12 @@ What comes before each kill (`--scenario`), the same for both kinds:
 * `load`: a writer on the leader (an asynchronous replace every 5 ms, in a fiber
   of its own), the kill a random time between one period and a death timeout later.
   Rows go to every follower at once and no heartbeat is needed: the survivors
-  heard the leader last at the same moment, in both kinds.
+  heard the leader last at the same moment, in both kinds. A killed leader's
+  rows not sent yet stay in its WAL, and after its restart the others never get
+  them (data comes only from the leader): one day the two survivors each hold
+  rows the other lacks, and neither votes for the other (2.6.3's rules, both
+  kinds). Then, as an operator would, the killed node is started at once for
+  its vote (the time counts, and the kill says so).
 * `rejoin`: the kill as soon as the set has settled after the old leader's
   restart (the default before 2026-12-06). The phase is then not chance: the kill
   follows the restarted node's SUBSCRIBE (whose relay heartbeats at once, then a
@@ -54,9 +59,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 import tarantool
 from bench_setup import ROOT, compile_bytecode, print_side_by_side
+
+from spindle.core.vclock import VClock
 
 sys.path.insert(0, str(ROOT / "tests"))
 from integration.cluster import Cluster, Node, wait_for  # noqa: E402
@@ -67,6 +75,7 @@ from integration.election import (  # noqa: E402
 PROBE_PAUSE = 0.002       # between two rounds of tries over the survivors
 REPLICATION_TIMEOUT = election_cfg([])["replication_timeout"]    # the heartbeat period
 SETTLE_TIMEOUT = 120.0
+STUCK_AFTER = 3.0         # a failover not done by then: are the survivors' vclocks comparable?
 SCENARIOS = ("in-use", "load", "rejoin", "rejoin-random")
 # in-use: the kill comes this long at most after the leader's last write: after a
 # death timeout (4 periods) the write no longer shows in the survivors' timers
@@ -96,11 +105,16 @@ def connect(node: Node) -> tarantool.Connection:
                                 reconnect_max_attempts=0, connect_now=True)
 
 
-def first_accepted_write(survivors: list[Node], key: int, started: float) -> float:
-    """Seconds from `started` until a survivor accepts a sync insert of `key`."""
+def first_accepted_write(survivors: list[Node], key: int, started: float,
+                         stuck: Callable[[], None] | None = None) -> float:
+    """Seconds from `started` until a survivor accepts a sync insert of `key`.
+    `stuck()` is called once if the survivors' vclocks are found incomparable
+    (looked at after STUCK_AFTER s, then every second): neither will ever vote
+    for the other, in either kind, until a third node does."""
     conns = {node.name: connect(node) for node in survivors}
     try:
         deadline = started + SETTLE_TIMEOUT
+        look_at = started + STUCK_AFTER
         while time.monotonic() < deadline:
             for node in survivors:
                 try:
@@ -108,6 +122,12 @@ def first_accepted_write(survivors: list[Node], key: int, started: float) -> flo
                 except tarantool.error.DatabaseError:
                     continue           # ER_READONLY: not (yet) the writable leader
                 return time.monotonic() - started
+            if stuck is not None and time.monotonic() >= look_at:
+                look_at += 1.0
+                one, other = (VClock(node.vclock()) for node in survivors)
+                if one.compare(other, ignore0=True) is None:
+                    stuck()
+                    stuck = None
             time.sleep(PROBE_PAUSE)
         raise AssertionError(f"no write accepted within {SETTLE_TIMEOUT} s")
     finally:
@@ -204,16 +224,25 @@ def measure(cluster: Cluster, kind: str, kills: int, scenario: str
         killed_at, started = time.time(), time.monotonic()
         leader.kill()
         heard = last_heard(survivors, leader_id)
-        times.append(first_accepted_write(survivors, number, started))
+        rescued = []
+
+        def rescue(leader=leader):
+            # what an operator does: the killed node back, for its vote
+            rescued.append(time.monotonic() - started)
+            leader.start(wait=False)
+        times.append(first_accepted_write(survivors, number, started, rescue))
         since_heard.append(killed_at + times[-1] - min(heard))
         phase = "/".join(f"{killed_at - one:.3f}" for one in heard)
         print(f"  {kind} kill {number}: {leader.name} killed, a write accepted after "
               f"{times[-1]:.3f} s: {breakdown(survivors, killed_at, times[-1])}; "
               f"leader last heard {phase} s before the kill, "
-              f"{since_heard[-1]:.3f} s from then", flush=True)
+              f"{since_heard[-1]:.3f} s from then"
+              + (f"; survivors' vclocks incomparable, {leader.name} started "
+                 f"{rescued[0]:.3f} s after the kill" if rescued else ""), flush=True)
         if scenario == "rejoin-random":
             time.sleep(random.uniform(0, REPLICATION_TIMEOUT))
-        leader.start(wait=False)
+        if not rescued:
+            leader.start(wait=False)
         leader.wait_ready(SETTLE_TIMEOUT)
     for node in nodes:
         node.stop()
