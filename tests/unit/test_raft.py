@@ -413,6 +413,13 @@ def survivors(vclock_2: dict, vclock_3: dict) -> tuple[Node, Node]:
     return two, three
 
 
+def stand_together(*nodes: Node) -> None:
+    """The leader's death noticed by every node at once: each one stands."""
+    for node in nodes:
+        node.advance(5)
+        assert node.status() == (C, 3, node.raft.self_id, 0)
+
+
 def test_a_follower_refusing_a_candidate_that_is_behind_stands_in_the_next_term():
     two, three = survivors({1: 10, 2: 3}, {1: 10, 2: 2})    # 3 lacks a row of 2's
     three.advance(5)                                          # 3 notices first
@@ -426,9 +433,7 @@ def test_a_follower_refusing_a_candidate_that_is_behind_stands_in_the_next_term(
 
 def test_two_candidates_as_far_along_the_higher_id_votes_for_the_lower_in_a_new_term():
     two, three = survivors({1: 10}, {1: 10})
-    two.advance(5)
-    three.advance(5)                                          # together: a split vote
-    assert two.status() == (C, 3, 2, 0) and three.status() == (C, 3, 3, 0)
+    stand_together(two, three)                                # a split vote
     request_2, request_3 = two.sent.pop(), three.sent.pop()
     two.msg(request_3, 3)
     assert two.status() == (C, 3, 2, 0)                       # the lower id stays
@@ -440,8 +445,7 @@ def test_two_candidates_as_far_along_the_higher_id_votes_for_the_lower_in_a_new_
 
 def test_a_competing_candidate_that_is_ahead_gets_the_vote_in_a_new_term():
     two, three = survivors({1: 9}, {1: 10})
-    two.advance(5)
-    three.advance(5)
+    stand_together(two, three)
     request_3 = three.sent.pop()
     two.msg(request_3, 3)                                     # 3 is ahead: 2 gives way
     assert two.wal[-1] == RaftMsg(4, 3) and two.status() == (F, 4, 3, 0)
@@ -451,8 +455,7 @@ def test_a_competing_candidate_that_is_ahead_gets_the_vote_in_a_new_term():
 
 def test_incomparable_candidates_wait_for_the_election_timeout_as_in_2_6_3():
     two, three = survivors({1: 10, 2: 1}, {1: 10, 3: 1})
-    two.advance(5)
-    three.advance(5)
+    stand_together(two, three)
     exchange(two, three)
     assert two.status() == (C, 3, 2, 0) and three.status() == (C, 3, 3, 0)
     assert two.raft.timer_deadline == pytest.approx(two.now + 5)
