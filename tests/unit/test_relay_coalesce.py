@@ -233,17 +233,20 @@ def make_relay(sched, tmp_path, limbo=None, *, replica_id=2, sync=0) -> Relay:
     return relay
 
 
-@pytest.mark.parametrize("since_send, pending, held", [
-    (0.0001, False, relay_module.COALESCE_WINDOW - 0.0001),
+@pytest.mark.parametrize("since_send, pending, election, held", [
+    (0.0001, False, False, relay_module.COALESCE_WINDOW - 0.0001),
     # written while synchronous transactions were pending (a sync transaction waits
     # for its quorum; a CONFIRM: the limbo is empty once the relay looks)
-    (0.0001, True, 0.0),
-    (relay_module.COALESCE_WINDOW, False, 0.0),  # a trickle goes out at once
+    (0.0001, True, False, 0.0),
+    (relay_module.COALESCE_WINDOW, False, False, 0.0),  # a trickle goes out at once
+    # election on: a leader's rows held when it dies stay on it alone
+    (0.0001, False, True, 0.0),
 ])
 def test_rows_soon_after_a_send_wait_for_the_window(run, sched, tmp_path, clock,
-                                                    since_send, pending, held):
+                                                    since_send, pending, election, held):
     limbo = Limbo()
     relay = make_relay(sched, tmp_path, limbo)
+    relay.box.raft.is_enabled = election
 
     def main():
         limbo.queue += ["entry"] if pending else []
