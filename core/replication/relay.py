@@ -389,17 +389,26 @@ def heartbeat_deadline(relay: Relay) -> float:
     any moment: a death is noticed that much sooner at worst (half a period in a
     set of 3, on average a quarter), and the followers' timeouts lie apart."""
     period = replication_timeout(relay.box)
-    if not relay.box.raft.is_enabled:
+    mine = relay.replica
+    if (not relay.box.raft.is_enabled or mine is None or not _has_slot(mine)
+            or mine.relay is not relay):
         return relay.last_row_time + period
-    peers = sorted(((r.id, r.relay) for r in relay.box.replicaset.hash.values()
-                    if r.id and not r.anon and r.relay is not None
-                    and r.relay.state == RelayState.FOLLOW), key=lambda peer: peer[0])
-    rank = next((n for n, peer in enumerate(peers) if peer[1] is relay), None)
-    if len(peers) < 2 or rank is None:
+    count = rank = 0                # (one pass: this runs at every idle turn)
+    for replica in relay.box.replicaset.hash.values():
+        if _has_slot(replica):
+            count += 1
+            rank += replica.id < mine.id
+    if count < 2:
         return relay.last_row_time + period
-    slot = rank * period / len(peers)
+    slot = rank * period / count
     wait = (slot - relay.last_row_time) % period
     return relay.last_row_time + (wait or period)
+
+
+def _has_slot(replica: Replica) -> bool:
+    """A registered, non-anonymous replica whose relay follows (heartbeat_deadline)."""
+    return (bool(replica.id) and not replica.anon and replica.relay is not None
+            and replica.relay.state == RelayState.FOLLOW)
 
 
 def relay_send_txs(relay: Relay, txs: list[Transaction], *, subscriber: bool = True,
